@@ -1,0 +1,2 @@
+// Placeholder replaced by the LibTorch build script.
+process.exit(0);

@@ -1,0 +1,47 @@
+import type { Device } from '../engine/device.js';
+import type { ExecutionContext } from '../engine/execution.js';
+import type { DType } from '../tensor/dtype.js';
+import type { Shape } from '../tensor/shape.js';
+import type { ServingProperties } from '../loading/serving-properties.js';
+
+/** A model input or output: name, element type and shape (-1 for a dynamic dimension). */
+export interface TensorDescriptor {
+  readonly name: string;
+  readonly dtype: DType;
+  readonly shape: Shape;
+}
+
+/** What an engine needs to load a model that Kiln has already located on disk. */
+export interface ModelLoadRequest {
+  /** Model name (from the URL, serving.properties or the folder name). */
+  readonly name: string;
+  /** Local folder holding the model files. */
+  readonly modelDir: string;
+  /** The model file inside `modelDir`, when Kiln or the user picked one. */
+  readonly modelFile?: string;
+  readonly device: Device;
+  /** `option.*` keys of serving.properties with the prefix removed, plus caller overrides. */
+  readonly options: Readonly<Record<string, string>>;
+  readonly properties: ServingProperties;
+}
+
+export interface ExecutionContextOptions {
+  /** Intra-op threads for this context; the worker pool sets it to avoid oversubscription. */
+  intraOpThreads?: number;
+}
+
+/** A loaded model. Predictors are made from it; it is disposed once nothing uses it. */
+export interface Model {
+  readonly name: string;
+  readonly engine: string;
+  readonly device: Device;
+  readonly modelDir: string;
+  readonly inputs: readonly TensorDescriptor[];
+  readonly outputs: readonly TensorDescriptor[];
+  readonly properties: ServingProperties;
+  /** What the engine reports about this model (file, opset, size, options in force…). */
+  describe(): Record<string, unknown>;
+  /** A fresh execution context: one forward in flight at a time. */
+  newExecutionContext(options?: ExecutionContextOptions): Promise<ExecutionContext>;
+  dispose(): Promise<void>;
+}

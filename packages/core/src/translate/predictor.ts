@@ -1,0 +1,197 @@
+import { KilnError, KilnErrorCode } from '../errors.js';
+import type { ExecutionContext } from '../engine/execution.js';
+import type { ExecutionContextOptions, Model } from '../model/model.js';
+import type { NDList } from '../tensor/ndlist.js';
+import type { Translator, TranslatorContext } from './translator.js';
+
+export interface PredictOptions {
+  signal?: AbortSignal;
+}
+
+/** Where the time of one batchPredict went, for metrics. */
+export interface PredictTimings {
+  /** Inputs in the call. */
+  readonly batchSize: number;
+  /** Forward calls made (more than one when inputs could not share a batch). */
+  readonly forwards: number;
+  readonly preprocessMs: number;
+  readonly inferenceMs: number;
+  readonly postprocessMs: number;
+}
+
+export type PredictResult<O> = { ok: true; value: O } | { ok: false; error: KilnError };
+
+export interface PredictorOptions extends ExecutionContextOptions {
+  /** Called after every batchPredict with where its time went. */
+  onTimings?: (timings: PredictTimings) => void;
+}
+
+/**
+ * Runs a translator and a model's execution context together (DJL's Predictor). Not
+ * re-entrant: one call in flight at a time; concurrency comes from several predictors.
+ */
+export class Predictor<I, O> {
+  private busy = false;
+  private closed = false;
+
+  private constructor(
+    readonly model: Model,
+    private readonly translator: Translator<I, O>,
+    private readonly context: ExecutionContext,
+    private readonly translatorContext: TranslatorContext,
+    private readonly onTimings: ((timings: PredictTimings) => void) | undefined,
+  ) {}
+
+  static async create<I, O>(
+    model: Model,
+    translator: Translator<I, O>,
+    options: PredictorOptions = {},
+  ): Promise<Predictor<I, O>> {
+    const translatorContext: TranslatorContext = { model, arguments: model.properties.raw };
+    await translator.prepare?.(translatorContext);
+    const context = await model.newExecutionContext(options);
+    return new Predictor(model, translator, context, translatorContext, options.onTimings);
+  }
+
+  /** `batchPredict([input])[0]`: one code path for one input and many. */
+  async predict(input: I, options?: PredictOptions): Promise<O> {
+    const [output] = await this.batchPredict([input], options);
+    return output!;
+  }
+
+  /** Predicts a batch; rejects with the first input's error if any input fails. */
+  async batchPredict(inputs: readonly I[], options?: PredictOptions): Promise<O[]> {
+    const results = await this.batchPredictSettled(inputs, options);
+    return results.map((r) => {
+      if (!r.ok) throw r.error;
+      return r.value;
+    });
+  }
+
+  /**
+   * Predicts a batch where each input succeeds or fails on its own: a bad input fails only
+   * itself, and inputs that cannot share one batch run in as many batches as they need.
+   */
+  async batchPredictSettled(inputs: readonly I[], options: PredictOptions = {}): Promise<PredictResult<O>[]> {
+    if (this.closed) throw new KilnError(KilnErrorCode.Closed, 'predictor is closed');
+    if (this.busy) {
+      throw new KilnError(KilnErrorCode.PredictorBusy, 'predictor already has a call in flight; use one predictor per concurrent caller');
+    }
+    this.busy = true;
+    try {
+      return await this.run(inputs, options);
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.context.close();
+  }
+
+  private async run(inputs: readonly I[], options: PredictOptions): Promise<PredictResult<O>[]> {
+    const results: (PredictResult<O> | undefined)[] = new Array(inputs.length);
+    const ctx = this.translatorContext;
+
+    const t0 = performance.now();
+    const prepared: { index: number; list: NDList }[] = [];
+    await Promise.all(
+      inputs.map(async (input, index) => {
+        try {
+          prepared.push({ index, list: await this.translator.processInput(ctx, input) });
+        } catch (error) {
+          results[index] = failure(error, KilnErrorCode.InvalidInput);
+        }
+      }),
+    );
+    prepared.sort((a, b) => a.index - b.index);
+
+    const t1 = performance.now();
+    const outputs = new Map<number, NDList>();
+    let forwards = 0;
+    for (const group of this.groups(prepared)) {
+      forwards += await this.forwardGroup(group, outputs, results, options);
+    }
+
+    const t2 = performance.now();
+    await Promise.all(
+      [...outputs].map(async ([index, output]) => {
+        try {
+          results[index] = { ok: true, value: await this.translator.processOutput(ctx, output, inputs[index]!) };
+        } catch (error) {
+          results[index] = failure(error, KilnErrorCode.Internal);
+        }
+      }),
+    );
+    const t3 = performance.now();
+
+    this.onTimings?.({
+      batchSize: inputs.length,
+      forwards,
+      preprocessMs: t1 - t0,
+      inferenceMs: t2 - t1,
+      postprocessMs: t3 - t2,
+    });
+    return results.map((r) => r ?? failure(new Error('input produced no result'), KilnErrorCode.Internal));
+  }
+
+  /** Splits prepared inputs into runs that the batchifier accepts together, in order. */
+  private groups(prepared: { index: number; list: NDList }[]): { index: number; list: NDList }[][] {
+    const batchifier = this.translator.batchifier;
+    if (!batchifier) return prepared.map((p) => [p]);
+    const groups: { index: number; list: NDList }[][] = [];
+    for (const item of prepared) {
+      const target = groups.find((g) => batchifier.canBatch([...g.map((x) => x.list), item.list]));
+      if (target) target.push(item);
+      else groups.push([item]);
+    }
+    return groups;
+  }
+
+  /**
+   * Runs one group. When a batched forward fails, its inputs are retried one by one so that
+   * a single bad input fails only itself. Returns the number of forward calls made.
+   */
+  private async forwardGroup(
+    group: { index: number; list: NDList }[],
+    outputs: Map<number, NDList>,
+    results: (PredictResult<O> | undefined)[],
+    options: PredictOptions,
+  ): Promise<number> {
+    const batchifier = this.translator.batchifier;
+    if (options.signal?.aborted) {
+      for (const item of group) results[item.index] = failure(abortReason(options.signal), KilnErrorCode.Cancelled);
+      return 0;
+    }
+    if (batchifier && group.length > 1) {
+      try {
+        const batch = batchifier.batchify(group.map((g) => g.list));
+        const split = batch.unbatchify(await this.context.forward(batch.input, options));
+        group.forEach((item, i) => outputs.set(item.index, split[i]!));
+        return 1;
+      } catch {
+        let calls = 1;
+        for (const item of group) calls += await this.forwardGroup([item], outputs, results, options);
+        return calls;
+      }
+    }
+    const [item] = group;
+    try {
+      outputs.set(item!.index, await this.context.forward(item!.list, options));
+    } catch (error) {
+      results[item!.index] = failure(error, KilnErrorCode.EngineError);
+    }
+    return 1;
+  }
+}
+
+function failure(error: unknown, code: KilnErrorCode): { ok: false; error: KilnError } {
+  return { ok: false, error: KilnError.wrap(error, code) };
+}
+
+function abortReason(signal: AbortSignal): KilnError {
+  const reason: unknown = signal.reason;
+  return reason instanceof KilnError ? reason : new KilnError(KilnErrorCode.Cancelled, 'request was cancelled');
+}

@@ -1,0 +1,17 @@
+import type { NDList } from '../tensor/ndlist.js';
+
+/**
+ * What a server hands a translator: the request body and its metadata, or tensors when the
+ * protocol already carried tensors (the v2 protocol).
+ */
+export interface ServingInput {
+  readonly body?: Uint8Array;
+  readonly contentType?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly tensors?: NDList;
+}
+
+/** What a translator gives back to a server: tensors (encoded per `Accept`) or a JSON value. */
+export type ServingOutput =
+  | { readonly type: 'tensors'; readonly tensors: NDList }
+  | { readonly type: 'json'; readonly value: unknown };

@@ -1,0 +1,15 @@
+import { Worker, type WorkerOptions } from 'node:worker_threads';
+
+const MODULE_KEY = '__kilnWorkerModule';
+
+/**
+ * Starts a worker thread running `moduleUrl`, which may be TypeScript source or built JS.
+ * `workerData` reaches the module unchanged (plus one private key).
+ */
+export function spawnModuleWorker(moduleUrl: URL, options: WorkerOptions = {}): Worker {
+  const data: unknown = options.workerData ?? {};
+  return new Worker(new URL('./worker-bootstrap.mjs', import.meta.url), {
+    ...options,
+    workerData: { ...(data as object), [MODULE_KEY]: moduleUrl.href },
+  });
+}
