@@ -1,0 +1,180 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parse } from 'dot-properties';
+import { KilnError, KilnErrorCode, SERVING_DEFAULTS } from '@kiln/core';
+
+/** Everything the server reads from config.properties (and KILN_* environment variables). */
+export interface ServerConfig {
+  readonly inferenceAddress: string;
+  readonly managementAddress: string;
+  readonly metricsAddress: string;
+  /** Folder of models; model URLs are allowed inside it by default. */
+  readonly modelStore: string | undefined;
+  /** Model URLs loaded at start (`load_models`, comma-separated; `ALL` = every entry of the store). */
+  readonly loadModels: readonly string[];
+  /** Regular expressions a model URL must match (`allowed_urls`, comma-separated). */
+  readonly allowedUrls: readonly string[];
+  /** Bearer token required by the management API; required when it binds beyond loopback. */
+  readonly managementToken: string | undefined;
+  /** Bytes; larger bodies get 413 without being buffered. */
+  readonly maxRequestSize: number;
+  /** Whole-request limit, ms (408 when exceeded while reading the body). */
+  readonly requestTimeoutMs: number;
+  /** Per-prediction limit from acceptance to answer, ms (a job past it never runs). */
+  readonly predictTimeoutMs: number;
+  /** Status for overload answers: 503 (default) or 429. */
+  readonly overloadStatus: 503 | 429;
+  /** Seconds advertised in Retry-After on overload. */
+  readonly retryAfterS: number;
+  readonly maxArchiveBytes: number;
+  readonly modelCacheDir: string | undefined;
+  readonly accessLog: boolean;
+  /** Grace period for draining on SIGTERM, ms. */
+  readonly shutdownTimeoutMs: number;
+  /** Defaults for every model; a model's serving.properties overrides them. */
+  readonly modelDefaults: {
+    readonly jobQueueSize: number;
+    readonly batchSize: number;
+    readonly maxBatchDelayMs: number;
+    readonly maxIdleTimeS: number;
+    readonly minWorkers: number | undefined;
+    readonly maxWorkers: number | undefined;
+  };
+}
+
+/** config.properties keys with their defaults (TorchServe / DJL Serving spellings). */
+export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
+  inference_address: 'http://127.0.0.1:8080',
+  management_address: 'http://127.0.0.1:8081',
+  metrics_address: 'http://127.0.0.1:8082',
+  model_store: '',
+  load_models: '',
+  allowed_urls: '',
+  management_token: '',
+  max_request_size: String(64 * 1024 * 1024),
+  request_timeout: '120000',
+  predict_timeout: '60000',
+  overload_status: '503',
+  retry_after: '1',
+  max_archive_size: String(4 * 1024 ** 3),
+  model_cache_dir: '',
+  enable_access_log: 'true',
+  shutdown_timeout: '30000',
+  job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
+  batch_size: String(SERVING_DEFAULTS.batchSize),
+  max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
+  max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),
+  min_workers: '',
+  max_workers: '',
+};
+
+/** `inference_address` → `KILN_INFERENCE_ADDRESS`. */
+export function envKeyFor(key: string): string {
+  return `KILN_${key.toUpperCase()}`;
+}
+
+export interface LoadConfigOptions {
+  /** config.properties path; missing means defaults. */
+  file?: string;
+  env?: Readonly<Record<string, string | undefined>>;
+  /** Highest precedence (command-line flags). */
+  overrides?: Readonly<Record<string, string | undefined>>;
+}
+
+/** Defaults < config.properties < KILN_* environment < explicit overrides. */
+export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig {
+  const env = options.env ?? process.env;
+  let fromFile: Record<string, string> = {};
+  if (options.file) {
+    try {
+      fromFile = parse(fs.readFileSync(options.file, 'utf8')) as Record<string, string>;
+    } catch (error) {
+      throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, `cannot read config file ${options.file}`);
+    }
+    const unknown = Object.keys(fromFile).filter((k) => !(k in CONFIG_DEFAULTS));
+    if (unknown.length > 0) {
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `unknown key(s) in ${options.file}: ${unknown.join(', ')} (known: ${Object.keys(CONFIG_DEFAULTS).join(', ')})`,
+      );
+    }
+  }
+  const raw: Record<string, string> = { ...CONFIG_DEFAULTS };
+  for (const key of Object.keys(CONFIG_DEFAULTS)) {
+    const value = options.overrides?.[key] ?? env[envKeyFor(key)] ?? fromFile[key];
+    if (value !== undefined) raw[key] = value;
+  }
+  return fromRaw(raw, options.file ? path.dirname(options.file) : process.cwd());
+}
+
+function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
+  const int = (key: string, min = 0): number => {
+    const value = Number(raw[key]);
+    if (!Number.isSafeInteger(value) || value < min) {
+      throw new KilnError(KilnErrorCode.InvalidConfig, `${key}=${raw[key]} must be an integer ≥ ${min}`);
+    }
+    return value;
+  };
+  const optionalInt = (key: string) => (raw[key]!.trim() === '' ? undefined : int(key));
+  const list = (key: string) =>
+    raw[key]!.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const overload = int('overload_status');
+  if (overload !== 503 && overload !== 429) {
+    throw new KilnError(KilnErrorCode.InvalidConfig, `overload_status must be 503 or 429, not ${overload}`);
+  }
+  const store = raw.model_store!.trim();
+  for (const key of ['inference_address', 'management_address', 'metrics_address']) parseAddress(raw[key]!, key);
+  return {
+    inferenceAddress: raw.inference_address!,
+    managementAddress: raw.management_address!,
+    metricsAddress: raw.metrics_address!,
+    modelStore: store === '' ? undefined : path.resolve(baseDir, store),
+    loadModels: list('load_models'),
+    allowedUrls: list('allowed_urls'),
+    managementToken: raw.management_token!.trim() || undefined,
+    maxRequestSize: int('max_request_size', 1),
+    requestTimeoutMs: int('request_timeout', 1),
+    predictTimeoutMs: int('predict_timeout', 1),
+    overloadStatus: overload,
+    retryAfterS: int('retry_after'),
+    maxArchiveBytes: int('max_archive_size', 1),
+    modelCacheDir: raw.model_cache_dir!.trim() || undefined,
+    accessLog: raw.enable_access_log !== 'false',
+    shutdownTimeoutMs: int('shutdown_timeout'),
+    modelDefaults: {
+      jobQueueSize: int('job_queue_size', 1),
+      batchSize: int('batch_size', 1),
+      maxBatchDelayMs: int('max_batch_delay'),
+      maxIdleTimeS: int('max_idle_time'),
+      minWorkers: optionalInt('min_workers'),
+      maxWorkers: optionalInt('max_workers'),
+    },
+  };
+}
+
+export interface ListenAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/** `http://127.0.0.1:8080` → { host, port }. Only http is served; TLS belongs to a proxy. */
+export function parseAddress(address: string, key = 'address'): ListenAddress {
+  let url: URL;
+  try {
+    url = new URL(address);
+  } catch {
+    throw new KilnError(KilnErrorCode.InvalidConfig, `${key}=${address} is not a URL like http://127.0.0.1:8080`);
+  }
+  if (url.protocol !== 'http:') {
+    throw new KilnError(KilnErrorCode.InvalidConfig, `${key}=${address}: only http:// is served (put TLS in front)`);
+  }
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  return { host, port: url.port === '' ? 80 : Number(url.port) };
+}
+
+/** Whether a host only accepts connections from this machine. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d+\.\d+\.\d+$/.test(host);
+}
