@@ -1,0 +1,10 @@
+export * from './validate-inputs.js';
+export * from './raw-tensors.js';
+export * from './image-decode.js';
+export * from './image-preprocess.js';
+export * from './image-options.js';
+export * from './classifications.js';
+export * from './image-classification.js';
+export * from './translator-plugin.js';
+export * from './translator-factories.js';
+export { TranslatorArguments } from './translator-arguments.js';
