@@ -11,22 +11,30 @@ export interface ModelUrl {
 
 /**
  * Parses `resnet::PyTorch=file:///m/resnet18` and friends. Empty fields are undefined; a
- * string without `=` (or whose `=` sits inside the URL) is a bare URL.
+ * string without `=` (or whose first `=` sits inside the URL) is a bare URL.
  */
 export function parseModelUrl(spec: string): ModelUrl {
   const text = spec.trim();
   if (text === '') throw new KilnError(KilnErrorCode.InvalidInput, 'model URL is empty');
   const eq = text.indexOf('=');
   const prefix = eq < 0 ? '' : text.slice(0, eq);
-  // `=` after a scheme or a path separator belongs to the URL (a query string), not the prefix.
-  if (eq < 0 || /[/\\]/.test(prefix) || prefix.includes('://')) {
+  // An `=` after a scheme, a path separator, `?` or `#` belongs to the URL (a query string or
+  // fragment), not to a name:version:engine:device prefix.
+  if (eq < 0 || /[/\\?#]/.test(prefix)) {
     return { name: undefined, version: undefined, engine: undefined, device: undefined, url: text };
   }
   const url = text.slice(eq + 1).trim();
-  if (url === '') throw new KilnError(KilnErrorCode.InvalidInput, `model URL ${JSON.stringify(spec)} names no location after "="`);
+  if (url === '')
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `model URL ${JSON.stringify(spec)} names no location after "="`,
+    );
   const parts = prefix.split(':');
   if (parts.length > 4) {
-    throw new KilnError(KilnErrorCode.InvalidInput, `model URL prefix ${JSON.stringify(prefix)} has more than name:version:engine:device`);
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `model URL prefix ${JSON.stringify(prefix)} has more than name:version:engine:device`,
+    );
   }
   const field = (i: number) => (parts[i] ?? '').trim() || undefined;
   return { name: field(0), version: field(1), engine: field(2), device: field(3), url };

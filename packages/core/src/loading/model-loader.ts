@@ -1,0 +1,206 @@
+import path from 'node:path';
+import { CPU, formatDevice, parseDevice, type Device } from '../engine/device.js';
+import type { Engine } from '../engine/engine.js';
+import type { EngineRegistry } from '../engine/engine-registry.js';
+import { KilnError, KilnErrorCode } from '../errors.js';
+import type { Model, ModelLoadRequest } from '../model/model.js';
+import {
+  resolveModelSource,
+  stripModelExtension,
+  type ModelSource,
+  type ResolveModelSourceOptions,
+} from './model-source.js';
+import { parseModelUrl, type ModelUrl } from './model-url.js';
+import {
+  mergeServingProperties,
+  readServingProperties,
+  type ServingProperties,
+} from './serving-properties.js';
+
+export interface ModelSourceOptions extends ResolveModelSourceOptions {
+  /**
+   * serving.properties keys (`batch_size`, `option.intraOpNumThreads`…) that win over the
+   * model's own file. Fields of the model URL win over both.
+   */
+  overrides?: Readonly<Record<string, string>>;
+}
+
+export interface LoadModelOptions extends ModelSourceOptions {
+  /** Engines to load with; the model's engine is named or recognised among them. */
+  registry: EngineRegistry;
+  /** Device when the model URL names none; wins over `load_on_devices`. */
+  device?: Device | string;
+}
+
+export interface InspectModelOptions extends ModelSourceOptions {
+  /** Providers asked to recognise the files when no engine is named; none is loaded. */
+  registry?: EngineRegistry;
+}
+
+/** What a model source holds, found without loading any engine. */
+export interface ModelInspection {
+  readonly name: string;
+  readonly version: string | undefined;
+  readonly dir: string;
+  readonly modelFile: string | undefined;
+  readonly files: string[];
+  readonly sizeBytes: number;
+  readonly archive: string | undefined;
+  /** serving.properties merged with overrides and the URL's fields. */
+  readonly properties: ServingProperties;
+  /** The engine named, or the first registered provider that recognises the files. */
+  readonly engineName: string | undefined;
+}
+
+/**
+ * Loads a model from a DJL-style URL (`[name[:version[:engine[:device]]]]=url`): finds the
+ * files (extracting archives), reads serving.properties under overrides and the URL's
+ * fields, picks the engine (named, or recognised from the files) and the device, and asks
+ * the engine to load it. Engine failures become MODEL_LOAD_FAILED naming the model.
+ */
+export async function loadModel(
+  spec: string | ModelUrl,
+  options: LoadModelOptions,
+): Promise<Model> {
+  const { url, source, properties, name } = await prepareModel(spec, options);
+  const engine = await chooseEngine(options.registry, properties, source, name);
+  const device = chooseDevice(url.device ?? options.device ?? properties.loadOnDevices, engine);
+  if (!engine.devices().some((d) => d.type === device.type && d.id === device.id)) {
+    throw new KilnError(
+      KilnErrorCode.ModelLoadFailed,
+      `model ${name}: engine ${engine.name} cannot use ${formatDevice(device)} here (it offers ${engine.devices().map(formatDevice).join(', ')})`,
+      { details: { model: name, engine: engine.name, device: formatDevice(device) } },
+    );
+  }
+  const request: ModelLoadRequest = {
+    name,
+    modelDir: source.dir,
+    modelFile: source.modelFile,
+    device,
+    options: properties.options,
+    properties,
+  };
+  try {
+    return await engine.loadModel(request);
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new KilnError(
+      KilnErrorCode.ModelLoadFailed,
+      `model ${name} failed to load on ${engine.name} (${formatDevice(device)}): ${reason}`,
+      {
+        cause: error,
+        details: {
+          model: name,
+          engine: engine.name,
+          device: formatDevice(device),
+          ...(error instanceof KilnError ? { causeCode: error.code } : {}),
+        },
+      },
+    );
+  }
+}
+
+/** Everything loadModel would use, for listing and archiving tools; loads no engine. */
+export async function inspectModelSource(
+  spec: string | ModelUrl,
+  options: InspectModelOptions = {},
+): Promise<ModelInspection> {
+  const { source, properties, name, version } = await prepareModel(spec, options);
+  const engineName =
+    properties.engine ??
+    options.registry?.providers().find((provider) => provider.recognizes(source.files))?.name;
+  return {
+    name,
+    version,
+    dir: source.dir,
+    modelFile: source.modelFile,
+    files: source.files,
+    sizeBytes: source.sizeBytes,
+    archive: source.archive,
+    properties,
+    engineName,
+  };
+}
+
+interface PreparedModel {
+  readonly url: ModelUrl;
+  readonly source: ModelSource;
+  readonly properties: ServingProperties;
+  readonly name: string;
+  readonly version: string | undefined;
+}
+
+async function prepareModel(
+  spec: string | ModelUrl,
+  options: ModelSourceOptions,
+): Promise<PreparedModel> {
+  const url = typeof spec === 'string' ? parseModelUrl(spec) : spec;
+  const source = await resolveModelSource(url.url, {
+    cacheDir: options.cacheDir,
+    maxArchiveBytes: options.maxArchiveBytes,
+    maxArchiveEntries: options.maxArchiveEntries,
+  });
+  // The URL's fields are written as the properties they stand for, so the model's
+  // properties show what is in force.
+  const properties = mergeServingProperties(
+    await readServingProperties(source.dir),
+    options.overrides,
+    {
+      name: url.name,
+      version: url.version,
+      engine: url.engine,
+      load_on_devices: url.device,
+    },
+  );
+  const name =
+    setting(properties.raw, 'name') ??
+    setting(properties.raw, 'model_name') ??
+    defaultModelName(source);
+  return { url, source, properties, name, version: setting(properties.raw, 'version') };
+}
+
+function setting(raw: Readonly<Record<string, string>>, key: string): string | undefined {
+  return (Object.hasOwn(raw, key) ? raw[key]?.trim() : undefined) || undefined;
+}
+
+/** The archive's or model file's name without extension, else the folder's name. */
+function defaultModelName(source: ModelSource): string {
+  if (source.archive !== undefined) return stripModelExtension(source.archive);
+  if (source.modelFile !== undefined) return stripModelExtension(source.modelFile);
+  return path.basename(source.dir);
+}
+
+async function chooseEngine(
+  registry: EngineRegistry,
+  properties: ServingProperties,
+  source: ModelSource,
+  name: string,
+): Promise<Engine> {
+  try {
+    return properties.engine !== undefined
+      ? await registry.get(properties.engine)
+      : await registry.forModelFiles(source.files);
+  } catch (error) {
+    const reason = KilnError.wrap(error, KilnErrorCode.EngineUnavailable);
+    throw new KilnError(reason.code, `model ${name}: ${reason.message}`, {
+      cause: error,
+      details: reason.details,
+    });
+  }
+}
+
+/**
+ * The first device of a choice (`gpu0`, `cpu`, `gpu0;gpu1`, or `*` for any), defaulting to
+ * cpu; `*` takes the engine's first gpu when it has one.
+ */
+function chooseDevice(choice: Device | string | undefined, engine: Engine): Device {
+  if (choice === undefined) return CPU;
+  if (typeof choice !== 'string') return choice;
+  const first = choice
+    .split(/[;,]/)
+    .map((part) => part.trim())
+    .find((part) => part !== '');
+  if (first === undefined) return CPU;
+  if (first === '*') return engine.devices().find((d) => d.type === 'gpu') ?? CPU;
+  return parseDevice(first);
+}
