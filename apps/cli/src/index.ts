@@ -1,1 +1,1 @@
-export {};
+export { runKiln } from './main.js';

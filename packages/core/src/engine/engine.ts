@@ -15,6 +15,12 @@ export interface EngineProvider {
   readonly name: string;
   /** Higher ranks are preferred when no engine is named. */
   readonly rank: number;
+  /**
+   * True when forward already runs off the JS thread and all contexts of a model share one
+   * loaded copy (LibTorch): servers then run its workers on the main thread around one shared
+   * model instead of loading a copy per worker thread.
+   */
+  readonly sharesLoadedModel?: boolean;
   /** Whether a model folder holding these file names (relative paths) is for this engine. */
   recognizes(fileNames: readonly string[]): boolean;
   /** Loads the engine's runtime. Throws KilnError(ENGINE_UNAVAILABLE) with every place it looked. */

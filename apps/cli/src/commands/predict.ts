@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import {
+  KilnError,
+  KilnErrorCode,
+  Predictor,
+  type ServingOutput,
+  type TensorFormat,
+  encodeJsonTensors,
+  encodeTensors,
+  loadModel,
+  resolveTranslator,
+} from '@kiln/core';
+import { loadEngineCatalog } from '@kiln/server';
+import type { CliContext } from '../cli-context.js';
+import { UsageError } from '../cli-errors.js';
+
+interface PredictOptions {
+  model: string;
+  input: string;
+  output?: string;
+  contentType?: string;
+  option: string[];
+}
+
+const OUTPUT_FORMATS: Record<string, TensorFormat> = {
+  '.npz': 'npz',
+  '.npy': 'npy',
+  '.safetensors': 'safetensors',
+  '.ndlist': 'ndlist',
+  '.json': 'json',
+};
+
+export function registerPredict(program: Command, cli: CliContext): void {
+  program
+    .command('predict')
+    .description('run one inference in this process and print the answer')
+    .requiredOption('-m, --model <url>', 'model URL, [name[:version[:engine[:device]]]]=url')
+    .requiredOption('-i, --input <file>', 'input file (npy, npz, safetensors, ndlist, JSON, JPEG, PNG) or - for stdin')
+    .option('-o, --output <file>', 'write output tensors to a file (.npz .npy .safetensors .ndlist .json)')
+    .option('--content-type <type>', 'input media type when detection is not enough (e.g. application/json)')
+    .option('--option <key=value>', 'serving.properties override, e.g. option.intraOpNumThreads=1 (repeatable)', collect, [])
+    .addHelpText(
+      'after',
+      `
+Examples:
+  kiln predict -m ./models/resnet18 -i input.npy
+  kiln predict -m iris::OnnxRuntime=file://$HOME/.cache/kiln/demo/iris -i - <<< '[5.1, 3.5, 1.4, 0.2]'
+  kiln predict -m ./models/squeezenet -i cat.jpg --json
+  kiln predict -m ./models/mlp.zip -i batch.npz -o out.npz`,
+    )
+    .action(async (options: PredictOptions) => {
+      const overrides = parseOverrides(options.option);
+      const body = readInput(options.input);
+      const engines = await loadEngineCatalog();
+      const model = await loadModel(options.model, { registry: engines.registry, overrides });
+      try {
+        const translator = await resolveTranslator(model);
+        const predictor = await Predictor.create(model, translator);
+        try {
+          const output = await predictor.predict({ body, ...(options.contentType ? { contentType: options.contentType } : {}) });
+          writeOutput(cli, output, options.output);
+        } finally {
+          await predictor.close();
+        }
+      } finally {
+        await model.dispose();
+      }
+    });
+}
+
+function readInput(input: string): Uint8Array {
+  try {
+    return input === '-' ? fs.readFileSync(0) : fs.readFileSync(input);
+  } catch (error) {
+    throw new KilnError(KilnErrorCode.InvalidInput, `cannot read input ${input}: ${(error as Error).message}`);
+  }
+}
+
+function writeOutput(cli: CliContext, output: ServingOutput, file: string | undefined): void {
+  if (output.type === 'json') {
+    if (file) fs.writeFileSync(file, JSON.stringify(output.value, null, 2));
+    else cli.out(JSON.stringify(output.value, null, 2));
+    return;
+  }
+  if (!file) {
+    cli.out(JSON.stringify(encodeJsonTensors(output.tensors), null, cli.json ? 0 : 2));
+    return;
+  }
+  const format = OUTPUT_FORMATS[path.extname(file).toLowerCase()];
+  if (!format) throw new UsageError(`cannot tell the output format of ${file}`, `use one of ${Object.keys(OUTPUT_FORMATS).join(' ')}`);
+  fs.writeFileSync(file, encodeTensors(output.tensors, format).body);
+  if (!cli.json) cli.out(`wrote ${output.tensors.length} tensor(s) to ${file}`);
+}
+
+export function parseOverrides(pairs: readonly string[]): Record<string, string> {
+  const overrides: Record<string, string> = {};
+  for (const pair of pairs) {
+    const eq = pair.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--option ${pair} is not key=value`, 'e.g. --option option.intraOpNumThreads=1');
+    overrides[pair.slice(0, eq)] = pair.slice(eq + 1);
+  }
+  return overrides;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}

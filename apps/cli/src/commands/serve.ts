@@ -1,0 +1,103 @@
+import os from 'node:os';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { pino } from 'pino';
+import { loadServerConfig, startKilnServer } from '@kiln/server';
+import { buildIrisDemo } from '@kiln/model-tools';
+import type { CliContext } from '../cli-context.js';
+
+interface ServeOptions {
+  model: string[];
+  modelStore?: string;
+  configFile?: string;
+  demo?: boolean;
+  inferenceAddress?: string;
+  managementAddress?: string;
+  metricsAddress?: string;
+}
+
+export function registerServe(program: Command, cli: CliContext): void {
+  program
+    .command('serve')
+    .description('start the Kiln server (inference, management and metrics listeners)')
+    .option('-m, --model <url>', 'model URL to load, [name[:version[:engine[:device]]]]=url (repeatable)', collect, [])
+    .option('-s, --model-store <dir>', 'folder of models; management registrations are limited to it')
+    .option('-f, --config-file <file>', 'config.properties file')
+    .option('--demo', 'serve the bundled Iris demo model (built on first use)')
+    .option('--inference-address <url>', 'e.g. http://127.0.0.1:8080')
+    .option('--management-address <url>', 'e.g. http://127.0.0.1:8081')
+    .option('--metrics-address <url>', 'e.g. http://127.0.0.1:8082')
+    .addHelpText(
+      'after',
+      `
+Examples:
+  kiln serve --demo
+  kiln serve -m resnet::OnnxRuntime=file:///models/resnet18 -m mlp=./models/mlp.zip
+  kiln serve -s ./model-store -f config.properties
+  KILN_INFERENCE_ADDRESS=http://0.0.0.0:8080 kiln serve -s ./model-store`,
+    )
+    .action(async (options: ServeOptions) => {
+      const models = [...options.model];
+      if (options.demo) models.push(`iris=${await ensureDemoModel(cli)}`);
+      const config = loadServerConfig({
+        ...(options.configFile ? { file: options.configFile } : {}),
+        overrides: {
+          model_store: options.modelStore,
+          inference_address: options.inferenceAddress,
+          management_address: options.managementAddress,
+          metrics_address: options.metricsAddress,
+        },
+      });
+      const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'warn' });
+      const server = await startKilnServer({ config, models, logger });
+      cli.out(`${cli.color.bold('Kiln')} is serving`);
+      cli.out(`  inference   ${server.urls.inference}`);
+      cli.out(`  management  ${server.urls.management}`);
+      cli.out(`  metrics     ${server.urls.metrics}/metrics`);
+      reportModels(cli, server.models);
+      const stop = async (signal: string) => {
+        cli.out(`${signal}: draining in-flight requests…`);
+        await server.stop();
+        cli.out('stopped');
+        process.exit(0);
+      };
+      process.once('SIGTERM', () => void stop('SIGTERM'));
+      process.once('SIGINT', () => void stop('SIGINT'));
+    });
+}
+
+/** Prints each model's state once its loading settles. */
+function reportModels(cli: CliContext, models: import('@kiln/server').ModelManager): void {
+  const seen = new Set<string>();
+  const poll = setInterval(() => {
+    for (const entry of models.list()) {
+      const key = `${entry.name}:${entry.version}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      cli.out(`  model ${entry.name}${entry.version ? `:${entry.version}` : ''} ${cli.color.yellow('PENDING')} (${entry.url})`);
+      void entry.loading.then(() => {
+        if (entry.state === 'READY') {
+          cli.out(`  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms`);
+        } else {
+          cli.out(`  model ${entry.name} ${cli.color.red('FAILED')}: ${entry.error ?? 'unknown error'}`);
+        }
+      });
+    }
+  }, 50);
+  poll.unref();
+}
+
+/** The Iris demo model, trained and written once per Kiln version into the user's cache. */
+async function ensureDemoModel(cli: CliContext): Promise<string> {
+  const dir = path.join(process.env.KILN_HOME ?? path.join(os.homedir(), '.cache', 'kiln'), 'demo', 'iris');
+  const { existsSync } = await import('node:fs');
+  if (!existsSync(path.join(dir, 'model.onnx'))) {
+    const demo = await buildIrisDemo(dir);
+    cli.out(`built the Iris demo model in ${dir} (holdout accuracy ${(demo.holdoutAccuracy * 100).toFixed(1)}%)`);
+  }
+  return dir;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}

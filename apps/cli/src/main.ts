@@ -1,0 +1,41 @@
+import { Command, CommanderError } from 'commander';
+import { createCliContext } from './cli-context.js';
+import { EXIT_USAGE, describeFailure } from './cli-errors.js';
+import { registerPredict } from './commands/predict.js';
+import { registerServe } from './commands/serve.js';
+import { CLI_VERSION } from './version.js';
+
+/** Runs the `kiln` command line and returns its exit code. */
+export async function runKiln(argv: readonly string[]): Promise<number> {
+  const verbose = argv.includes('--verbose');
+  const cli = createCliContext({ verbose, json: argv.includes('--json') });
+  const program = new Command('kiln')
+    .description('Serve and run deep-learning models from Node.js')
+    .version(CLI_VERSION)
+    .option('--verbose', 'print stack traces and debug logs')
+    .option('--json', 'machine-readable output')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  registerServe(program, cli);
+  registerPredict(program, cli);
+  for (const command of program.commands) command.exitOverride();
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? 0 : EXIT_USAGE;
+    }
+    const failure = describeFailure(error, verbose);
+    for (const line of failure.lines) cli.err(line);
+    return failure.exitCode;
+  }
+}
+
+const isMain = process.argv[1] !== undefined && /(?:kiln(?:\.mjs)?|main\.(?:ts|js))$/.test(process.argv[1]);
+if (isMain) {
+  const code = await runKiln(process.argv.slice(2));
+  // serve keeps running through its listeners; other commands end here.
+  if (code !== 0 || !process.argv.slice(2).includes('serve')) process.exitCode = code;
+}

@@ -1,0 +1,67 @@
+import type { Context } from 'koa';
+import {
+  KilnError,
+  KilnErrorCode,
+  NDList,
+  type ServingInput,
+  type ServingOutput,
+  decodeTensors,
+  encodeTensors,
+  formatForAccept,
+} from '@kiln/core';
+import { type BodyLimits, readBody, readMultipart } from './read-body.js';
+
+/**
+ * Builds a translator input from an HTTP request: the raw body, or for multipart requests
+ * the single part, or several tensor parts joined into one list named by their fields.
+ */
+export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promise<ServingInput> {
+  const contentType = ctx.get('content-type') || undefined;
+  const headers = pickHeaders(ctx);
+  if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
+    const parts = await readMultipart(ctx.req, limits);
+    if (parts.length === 0) throw new KilnError(KilnErrorCode.InvalidInput, 'multipart request has no parts');
+    if (parts.length === 1) {
+      const [part] = parts;
+      return { body: part!.data, headers, ...(part!.contentType ? { contentType: part!.contentType } : {}) };
+    }
+    const tensors = parts.flatMap((part) =>
+      decodeTensors(part.data, { maxBytes: limits.maxBytes, ...(part.contentType ? { contentType: part.contentType } : {}) }).tensors.map((t, i, all) =>
+        all.length === 1 && t.name === undefined ? t.withName(part.name) : t,
+      ),
+    );
+    return { tensors: new NDList(tensors), headers };
+  }
+  const body = await readBody(ctx.req, limits);
+  if (body.byteLength === 0) throw new KilnError(KilnErrorCode.InvalidInput, 'request body is empty');
+  return { body, headers, ...(contentType ? { contentType } : {}) };
+}
+
+/** Writes a translator output: JSON as JSON; tensors in the format `Accept` asks for. */
+export function writeServingOutput(ctx: Context, output: ServingOutput): void {
+  if (output.type === 'json') {
+    ctx.type = 'application/json';
+    ctx.body = output.value;
+    return;
+  }
+  const encoded = encodeTensors(output.tensors, formatForAccept(ctx.get('accept') || undefined, output.tensors.length));
+  ctx.type = encoded.contentType;
+  ctx.body = Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength);
+}
+
+/** An AbortSignal that fires when the client goes away before its answer is written. */
+export function clientGone(ctx: Context): AbortSignal {
+  const controller = new AbortController();
+  ctx.res.once('close', () => {
+    if (!ctx.res.writableFinished) controller.abort(new KilnError(KilnErrorCode.Cancelled, 'client closed the connection'));
+  });
+  return controller.signal;
+}
+
+function pickHeaders(ctx: Context): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(ctx.headers)) {
+    if (typeof value === 'string' && key !== 'authorization' && key !== 'cookie') headers[key] = value;
+  }
+  return headers;
+}

@@ -1,0 +1,170 @@
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import Koa from 'koa';
+import Router from '@koa/router';
+import { pino, type Logger } from 'pino';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server-config.js';
+import { accessLog } from './http/access-log.js';
+import { errorMiddleware } from './http/error-middleware.js';
+import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
+import { requestMetrics } from './http/request-metrics.js';
+import { ServerMetrics } from './metrics/server-metrics.js';
+import { DEFAULT_ENGINE_MODULES, loadEngineCatalog } from './models/engine-catalog.js';
+import { ModelManager } from './models/model-manager.js';
+import { sampleGauges } from './models/pool-metrics.js';
+import { inferenceRoutes } from './routes/inference-routes.js';
+import { managementRoutes } from './routes/management-routes.js';
+import type { ServerContext } from './routes/server-context.js';
+import { v2Routes } from './routes/v2-routes.js';
+import { requireToken } from './security/token-auth.js';
+import { SERVER_VERSION } from './version.js';
+
+export interface StartServerOptions {
+  readonly config: ServerConfig;
+  /** Model URLs from the operator (command line): trusted, so not checked against allowed_urls. */
+  readonly models?: readonly string[];
+  /** Engine packages to serve with (default: every Kiln engine that is installed). */
+  readonly engineModules?: readonly string[];
+  readonly logger?: Logger;
+}
+
+export interface ListenerInfo {
+  readonly inference: string;
+  readonly management: string;
+  readonly metrics: string;
+}
+
+/** A running Kiln server: three listeners over one model manager. */
+export interface KilnServer {
+  readonly urls: ListenerInfo;
+  readonly models: ModelManager;
+  readonly log: Logger;
+  /** Stops accepting predictions, answers the accepted ones (drain), then closes. */
+  stop(): Promise<void>;
+}
+
+export async function startKilnServer(options: StartServerOptions): Promise<KilnServer> {
+  const { config } = options;
+  const log = options.logger ?? pino({ name: 'kiln' });
+  checkListenerSecurity(config);
+
+  const engines = await loadEngineCatalog(options.engineModules ?? DEFAULT_ENGINE_MODULES);
+  const metrics = new ServerMetrics();
+  const models = new ModelManager(config, engines, metrics);
+  const server: ServerContext = { config, models, metrics, log, version: SERVER_VERSION, accepting: true };
+  const errorOptions = { overloadStatus: config.overloadStatus, retryAfterS: config.retryAfterS };
+
+  const inference = new Koa();
+  inference.use(errorMiddleware(errorOptions, log));
+  if (config.accessLog) inference.use(accessLog(log, 'inference'));
+  inference.use(requestMetrics(metrics, 'inference'));
+  const inferenceMeta = new Router();
+  inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
+  for (const router of [inferenceMeta, inferenceRoutes(server), v2Routes(server)]) inference.use(router.routes()).use(router.allowedMethods());
+
+  const management = new Koa();
+  management.use(errorMiddleware(errorOptions, log));
+  if (config.accessLog) management.use(accessLog(log, 'management'));
+  management.use(requestMetrics(metrics, 'management'));
+  if (config.managementToken) management.use(requireToken(config.managementToken));
+  const managementMeta = new Router();
+  managementMeta.get('/openapi.json', (ctx) => (ctx.body = managementOpenApi(SERVER_VERSION)));
+  for (const router of [managementMeta, managementRoutes(server)]) management.use(router.routes()).use(router.allowedMethods());
+
+  const metricsApp = new Koa();
+  metricsApp.use(errorMiddleware(errorOptions, log));
+  const metricsRouter = new Router();
+  metricsRouter.get('/metrics', async (ctx) => {
+    sampleGauges(metrics, models.list().flatMap((e) => (e.pool ? [[e.name, e.pool] as [string, NonNullable<typeof e.pool>]] : [])));
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
+  metricsApp.use(metricsRouter.routes()).use(metricsRouter.allowedMethods());
+
+  const listeners: http.Server[] = [];
+  const listen = async (app: Koa, address: string): Promise<string> => {
+    const { host, port } = parseAddress(address);
+    const httpServer = http.createServer(app.callback());
+    httpServer.requestTimeout = config.requestTimeoutMs;
+    httpServer.headersTimeout = Math.min(60_000, config.requestTimeoutMs);
+    await new Promise<void>((resolve, reject) => {
+      httpServer.once('error', reject);
+      httpServer.listen(port, host, () => resolve());
+    });
+    listeners.push(httpServer);
+    const bound = httpServer.address() as AddressInfo;
+    return `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
+  };
+
+  let urls: ListenerInfo;
+  try {
+    urls = {
+      inference: await listen(inference, config.inferenceAddress),
+      management: await listen(management, config.managementAddress),
+      metrics: await listen(metricsApp, config.metricsAddress),
+    };
+  } catch (error) {
+    await Promise.all(listeners.map((l) => new Promise((resolve) => l.close(resolve))));
+    throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, 'cannot listen');
+  }
+  log.info({ ...urls, engines: engines.modules, missingEngines: Object.keys(engines.missing) }, 'listening');
+
+  for (const url of [...startupModels(config), ...(options.models ?? [])]) {
+    models.register({ url }).then(
+      (entry) =>
+        entry.loading.then(() =>
+          entry.state === 'READY'
+            ? log.info({ model: entry.name, version: entry.version, ms: Math.round(entry.loadTimeMs ?? 0) }, 'model ready')
+            : log.error({ model: entry.name, error: entry.error }, 'model failed to load'),
+        ),
+      (error: unknown) => log.error({ url, error: error instanceof Error ? error.message : String(error) }, 'model not registered'),
+    );
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    urls,
+    models,
+    log,
+    stop: () =>
+      (stopping ??= (async () => {
+        server.accepting = false;
+        await models.shutdown(config.shutdownTimeoutMs);
+        await Promise.all(
+          listeners.map(
+            (l) =>
+              new Promise<void>((resolve) => {
+                l.close(() => resolve());
+                l.closeIdleConnections();
+              }),
+          ),
+        );
+      })()),
+  };
+}
+
+/** ShellTorch's lesson: a management API reachable from the network must demand a token. */
+function checkListenerSecurity(config: ServerConfig): void {
+  const { host } = parseAddress(config.managementAddress);
+  if (!isLoopbackHost(host) && !config.managementToken) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `management_address ${config.managementAddress} is reachable beyond this machine: set management_token (or KILN_MANAGEMENT_TOKEN)`,
+    );
+  }
+}
+
+/** `load_models`: URLs, or `ALL` for every model folder and archive in the store. */
+function startupModels(config: ServerConfig): string[] {
+  if (config.loadModels.length === 1 && config.loadModels[0]!.toUpperCase() === 'ALL') {
+    if (!config.modelStore) throw new KilnError(KilnErrorCode.InvalidConfig, 'load_models=ALL needs a model_store');
+    return fs
+      .readdirSync(config.modelStore, { withFileTypes: true })
+      .filter((d) => !d.name.startsWith('.') && (d.isDirectory() || /\.(zip|tar|tar\.gz|tgz)$/.test(d.name)))
+      .map((d) => path.join(config.modelStore!, d.name));
+  }
+  return config.loadModels.map((url) => (config.modelStore && !/^[a-z]+:\/\//.test(url) && !url.includes('=') && !path.isAbsolute(url) ? path.join(config.modelStore, url) : url));
+}

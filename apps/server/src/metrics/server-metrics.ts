@@ -1,0 +1,66 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/** The server's Prometheus metrics, in one registry served at GET /metrics. */
+export class ServerMetrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: 'kiln_requests_total',
+    help: 'HTTP requests by route, model and status code',
+    labelNames: ['api', 'route', 'model', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly requestSeconds = new Histogram({
+    name: 'kiln_request_duration_seconds',
+    help: 'Whole request time on the server',
+    labelNames: ['api', 'route', 'model'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly queueSeconds = this.stage('kiln_queue_seconds', 'Time a job waited in its model queue');
+  readonly preprocessSeconds = this.stage('kiln_preprocess_seconds', 'Translator pre-processing time per batch');
+  readonly inferenceSeconds = this.stage('kiln_inference_seconds', 'Engine forward time per batch');
+  readonly postprocessSeconds = this.stage('kiln_postprocess_seconds', 'Translator post-processing time per batch');
+  readonly batchSize = new Histogram({
+    name: 'kiln_batch_size',
+    help: 'Jobs per model execution',
+    labelNames: ['model'] as const,
+    buckets: BATCH_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly queueDepth = new Gauge({
+    name: 'kiln_queue_depth',
+    help: 'Jobs waiting in a model queue',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly workers = new Gauge({
+    name: 'kiln_workers',
+    help: 'Workers of a model by state',
+    labelNames: ['model', 'state'] as const,
+    registers: [this.registry],
+  });
+  readonly modelLoadSeconds = new Gauge({
+    name: 'kiln_model_load_seconds',
+    help: 'Time the last load of a model took',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+  readonly modelStatus = new Gauge({
+    name: 'kiln_model_ready',
+    help: '1 when a model serves, 0 while it loads or after it failed',
+    labelNames: ['model'] as const,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry, prefix: 'kiln_' });
+  }
+
+  private stage(name: string, help: string): Histogram<'model'> {
+    return new Histogram({ name, help, labelNames: ['model'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
+  }
+}

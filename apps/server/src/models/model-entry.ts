@@ -1,0 +1,79 @@
+import type { ServingInput, ServingOutput, TensorDescriptor } from '@kiln/core';
+import type { PoolDescription, WorkerPool } from '@kiln/worker-pool';
+
+/** A model version's lifecycle; `/ping` reports Healthy/Unhealthy for READY ones from their pool. */
+export type ModelState = 'PENDING' | 'READY' | 'FAILED' | 'UNLOADING';
+
+/** What the engine said the model takes and gives, for v2 metadata. */
+export interface ModelSignature {
+  readonly engine: string;
+  readonly inputs: readonly TensorDescriptor[];
+  readonly outputs: readonly TensorDescriptor[];
+}
+
+/** One registered version of a model. */
+export interface ModelEntry {
+  readonly name: string;
+  /** '' when the model was registered without a version. */
+  readonly version: string;
+  readonly url: string;
+  readonly engineName: string | undefined;
+  readonly registeredAt: Date;
+  state: ModelState;
+  /** Why loading failed, for FAILED models. */
+  error: string | undefined;
+  loadTimeMs: number | undefined;
+  pool: WorkerPool<ServingInput, ServingOutput> | undefined;
+  signature: ModelSignature | undefined;
+  /** Settled when loading ends, either way. */
+  loading: Promise<void>;
+}
+
+/** DJL's `/ping` status of a model version. */
+export function pingStatus(entry: ModelEntry): 'Healthy' | 'Unhealthy' | 'FAILED' | 'PENDING' {
+  if (entry.state === 'FAILED') return 'FAILED';
+  if (entry.state === 'PENDING') return 'PENDING';
+  if (entry.state === 'UNLOADING' || !entry.pool) return 'Unhealthy';
+  const status = entry.pool.describe().status;
+  return status === 'Healthy' ? 'Healthy' : status === 'FAILED' ? 'FAILED' : 'Unhealthy';
+}
+
+/** DJL's describe-model answer for one version. */
+export interface ModelDescription {
+  readonly modelName: string;
+  readonly modelVersion: string;
+  readonly modelUrl: string;
+  readonly engine: string | undefined;
+  readonly status: string;
+  readonly loadTimeMs: number | undefined;
+  readonly error: string | undefined;
+  readonly batchSize: number | undefined;
+  readonly maxBatchDelay: number | undefined;
+  readonly maxIdleTime: number | undefined;
+  readonly queueSize: number | undefined;
+  readonly requestInQueue: number | undefined;
+  readonly workerGroups: PoolDescription['workerGroups'];
+  readonly inputs: ModelSignature['inputs'] | undefined;
+  readonly outputs: ModelSignature['outputs'] | undefined;
+}
+
+export function describeEntry(entry: ModelEntry): ModelDescription {
+  const pool = entry.pool?.describe();
+  return {
+    modelName: entry.name,
+    modelVersion: entry.version,
+    modelUrl: entry.url,
+    engine: entry.signature?.engine ?? entry.engineName,
+    status: pingStatus(entry),
+    loadTimeMs: entry.loadTimeMs,
+    error: entry.error,
+    batchSize: pool?.batchSize,
+    maxBatchDelay: pool?.maxBatchDelayMs,
+    maxIdleTime: pool?.maxIdleTimeS,
+    queueSize: pool?.queueSize,
+    requestInQueue: pool?.queued,
+    workerGroups: pool?.workerGroups ?? [],
+    inputs: entry.signature?.inputs,
+    outputs: entry.signature?.outputs,
+  };
+}

@@ -1,0 +1,268 @@
+import {
+  KilnError,
+  KilnErrorCode,
+  type ServingInput,
+  type ServingOutput,
+  inspectModelSource,
+  loadModel,
+  parseModelUrl,
+  resolveTranslator,
+} from '@kiln/core';
+import {
+  type WorkerPool,
+  type WorkerPoolSettingsInput,
+  createWorkerPool,
+  workerPoolSettingsFromProperties,
+} from '@kiln/worker-pool';
+import type { ServerConfig } from '../config/server-config.js';
+import type { ServerMetrics } from '../metrics/server-metrics.js';
+import type { EngineCatalog } from './engine-catalog.js';
+import { type ModelEntry, type ModelSignature, describeEntry, type ModelDescription } from './model-entry.js';
+import { watchPool } from './pool-metrics.js';
+
+export interface RegisterRequest {
+  /** DJL model URL: `[name[:version[:engine[:device]]]]=url`. */
+  readonly url: string;
+  readonly name?: string;
+  readonly version?: string;
+  readonly engine?: string;
+  readonly batchSize?: number;
+  readonly maxBatchDelayMs?: number;
+  readonly minWorkers?: number;
+  readonly maxWorkers?: number;
+  readonly jobQueueSize?: number;
+}
+
+export interface PredictRequestOptions {
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Every model the server serves, by name and version. Loading happens in the background:
+ * a model is PENDING until its workers run, then READY, or FAILED with the reason while the
+ * other models keep serving.
+ */
+export class ModelManager {
+  private readonly models = new Map<string, Map<string, ModelEntry>>();
+  private readonly defaults = new Map<string, string>();
+
+  constructor(
+    private readonly config: ServerConfig,
+    private readonly engines: EngineCatalog,
+    private readonly metrics: ServerMetrics,
+  ) {}
+
+  /**
+   * Registers a model and starts loading it; resolves once it is registered (PENDING), or
+   * once it is loaded when `synchronous`. A name/version already taken is refused.
+   */
+  async register(request: RegisterRequest, options: { synchronous?: boolean } = {}): Promise<ModelEntry> {
+    const parsed = parseModelUrl(request.url);
+    const inspection = await inspectModelSource(request.url, {
+      registry: this.engines.registry,
+      overrides: this.overrides(request),
+      ...this.sourceOptions(),
+    });
+    const name = request.name ?? parsed.name ?? inspection.name;
+    const version = request.version ?? parsed.version ?? inspection.version ?? '';
+    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(name)) {
+      throw new KilnError(KilnErrorCode.InvalidInput, `model name ${JSON.stringify(name)} must be letters, digits, '_', '.' or '-'`);
+    }
+    const versions = this.models.get(name) ?? new Map<string, ModelEntry>();
+    if (versions.has(version)) {
+      throw new KilnError(KilnErrorCode.InvalidInput, `model ${name}${version ? ` version ${version}` : ''} is already registered`);
+    }
+    const entry: ModelEntry = {
+      name,
+      version,
+      url: request.url,
+      engineName: inspection.engineName,
+      registeredAt: new Date(),
+      state: 'PENDING',
+      error: undefined,
+      loadTimeMs: undefined,
+      pool: undefined,
+      signature: undefined,
+      loading: Promise.resolve(),
+    };
+    versions.set(version, entry);
+    this.models.set(name, versions);
+    if (!this.defaults.has(name)) this.defaults.set(name, version);
+    this.metrics.modelStatus.set({ model: name }, 0);
+
+    const settings: WorkerPoolSettingsInput = {
+      ...this.configDefaults(),
+      ...workerPoolSettingsFromProperties(inspection.properties),
+      ...this.requestSettings(request),
+      predictTimeoutMs: this.config.predictTimeoutMs,
+      transferInputs: true,
+    };
+    entry.loading = this.load(entry, request, settings);
+    if (options.synchronous) {
+      await entry.loading;
+      if (entry.state === 'FAILED') throw new KilnError(KilnErrorCode.ModelLoadFailed, entry.error ?? `model ${name} failed to load`);
+    }
+    return entry;
+  }
+
+  /** The version asked for, or the model's default version. */
+  get(name: string, version?: string): ModelEntry {
+    const versions = this.models.get(name);
+    const entry = versions?.get(version ?? this.defaults.get(name) ?? '');
+    if (!entry) {
+      throw new KilnError(
+        KilnErrorCode.ModelNotFound,
+        versions ? `model ${name} has no version ${JSON.stringify(version)}` : `model ${name} not found`,
+      );
+    }
+    return entry;
+  }
+
+  versions(name: string): ModelEntry[] {
+    const versions = this.models.get(name);
+    if (!versions) throw new KilnError(KilnErrorCode.ModelNotFound, `model ${name} not found`);
+    return [...versions.values()];
+  }
+
+  list(): ModelEntry[] {
+    return [...this.models.values()].flatMap((versions) => [...versions.values()]);
+  }
+
+  defaultVersion(name: string): string | undefined {
+    return this.defaults.get(name);
+  }
+
+  setDefault(name: string, version: string): void {
+    this.get(name, version);
+    this.defaults.set(name, version);
+  }
+
+  describe(name: string, version?: string): ModelDescription[] {
+    return version === undefined ? this.versions(name).map(describeEntry) : [describeEntry(this.get(name, version))];
+  }
+
+  /** Queues one request for a model; rejects at once when the model cannot take it. */
+  predict(name: string, version: string | undefined, input: ServingInput, options: PredictRequestOptions = {}): Promise<ServingOutput> {
+    const entry = this.get(name, version);
+    if (entry.state !== 'READY' || !entry.pool) {
+      const why = entry.state === 'FAILED' ? `failed to load: ${entry.error ?? ''}` : entry.state === 'PENDING' ? 'is still loading' : 'is being unloaded';
+      return Promise.reject(new KilnError(entry.state === 'FAILED' ? KilnErrorCode.ModelLoadFailed : KilnErrorCode.ModelNotReady, `model ${name} ${why}`));
+    }
+    return entry.pool.submit(input, options.signal ? { signal: options.signal } : {}).result;
+  }
+
+  async scale(name: string, version: string | undefined, limits: { minWorkers?: number; maxWorkers?: number }, synchronous: boolean): Promise<void> {
+    const entry = this.get(name, version);
+    if (entry.state !== 'READY' || !entry.pool) {
+      throw new KilnError(KilnErrorCode.ModelNotReady, `model ${name} is ${entry.state.toLowerCase()}; scale it once it is loaded`);
+    }
+    const scaling = entry.pool.scale(limits);
+    if (synchronous) await scaling;
+    else scaling.catch(() => undefined);
+  }
+
+  /** Unregisters one version (or every version): new requests are refused, accepted ones answered. */
+  async unregister(name: string, version?: string): Promise<ModelEntry[]> {
+    const targets = version === undefined ? this.versions(name) : [this.get(name, version)];
+    const versions = this.models.get(name)!;
+    for (const entry of targets) {
+      entry.state = 'UNLOADING';
+      versions.delete(entry.version);
+    }
+    if (versions.size === 0) {
+      this.models.delete(name);
+      this.defaults.delete(name);
+      this.metrics.modelStatus.remove({ model: name });
+    } else if (!versions.has(this.defaults.get(name) ?? '')) {
+      this.defaults.set(name, versions.keys().next().value!);
+    }
+    await Promise.all(targets.map((entry) => this.stop(entry)));
+    return targets;
+  }
+
+  /** Stops every model, answering accepted requests first (within the timeout). */
+  async shutdown(timeoutMs: number): Promise<void> {
+    const entries = this.list();
+    this.models.clear();
+    await Promise.all(entries.map((entry) => this.stop(entry, timeoutMs)));
+  }
+
+  private async stop(entry: ModelEntry, timeoutMs = this.config.shutdownTimeoutMs): Promise<void> {
+    await entry.loading;
+    await entry.pool?.shutdown({ drain: true, timeoutMs });
+  }
+
+  private async load(entry: ModelEntry, request: RegisterRequest, settings: WorkerPoolSettingsInput): Promise<void> {
+    const started = performance.now();
+    try {
+      const provider = entry.engineName ? this.engines.providerFor(entry.engineName) : undefined;
+      const pool = provider?.sharesLoadedModel
+        ? await this.sharedPool(entry, request, settings)
+        : await createWorkerPool({
+            name: entry.name,
+            model: { url: request.url, engines: this.engines.modules, overrides: this.overrides(request) },
+            settings,
+          });
+      if (entry.state === 'UNLOADING') {
+        await pool.shutdown({ drain: false });
+        return;
+      }
+      entry.pool = pool;
+      entry.signature = pool.signature() as ModelSignature | undefined;
+      entry.loadTimeMs = performance.now() - started;
+      entry.state = 'READY';
+      watchPool(this.metrics, entry.name, pool);
+      this.metrics.modelLoadSeconds.set({ model: entry.name }, entry.loadTimeMs / 1000);
+      this.metrics.modelStatus.set({ model: entry.name }, 1);
+    } catch (error) {
+      entry.state = 'FAILED';
+      entry.error = error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /** Engines that share one loaded model (LibTorch) serve it from main-thread workers. */
+  private async sharedPool(entry: ModelEntry, request: RegisterRequest, settings: WorkerPoolSettingsInput): Promise<WorkerPool<ServingInput, ServingOutput>> {
+    const model = await loadModel(request.url, {
+      registry: this.engines.registry,
+      overrides: this.overrides(request),
+      ...this.sourceOptions(),
+    });
+    const translator = await resolveTranslator(model);
+    return createWorkerPool({ name: entry.name, model: { shared: model, translator }, settings });
+  }
+
+  private overrides(request: RegisterRequest): Record<string, string> {
+    const overrides: Record<string, string> = {};
+    if (request.engine) overrides.engine = request.engine;
+    return overrides;
+  }
+
+  private sourceOptions(): { cacheDir?: string; maxArchiveBytes: number } {
+    return {
+      maxArchiveBytes: this.config.maxArchiveBytes,
+      ...(this.config.modelCacheDir ? { cacheDir: this.config.modelCacheDir } : {}),
+    };
+  }
+
+  private configDefaults(): WorkerPoolSettingsInput {
+    const d = this.config.modelDefaults;
+    return {
+      batchSize: d.batchSize,
+      maxBatchDelayMs: d.maxBatchDelayMs,
+      jobQueueSize: d.jobQueueSize,
+      maxIdleTimeS: d.maxIdleTimeS,
+      ...(d.minWorkers === undefined ? {} : { minWorkers: d.minWorkers }),
+      ...(d.maxWorkers === undefined ? {} : { maxWorkers: d.maxWorkers }),
+    };
+  }
+
+  private requestSettings(request: RegisterRequest): WorkerPoolSettingsInput {
+    const settings: { -readonly [K in keyof WorkerPoolSettingsInput]: WorkerPoolSettingsInput[K] } = {};
+    if (request.batchSize !== undefined) settings.batchSize = request.batchSize;
+    if (request.maxBatchDelayMs !== undefined) settings.maxBatchDelayMs = request.maxBatchDelayMs;
+    if (request.minWorkers !== undefined) settings.minWorkers = request.minWorkers;
+    if (request.maxWorkers !== undefined) settings.maxWorkers = request.maxWorkers;
+    if (request.jobQueueSize !== undefined) settings.jobQueueSize = request.jobQueueSize;
+    return settings;
+  }
+}

@@ -1,0 +1,48 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import { pingStatus } from '../models/model-entry.js';
+import { clientGone, servingInputFrom, writeServingOutput } from '../http/serving-request.js';
+import { type ServerContext, bodyLimits } from './server-context.js';
+
+/** DJL Serving's inference API: /ping, /predictions and SageMaker's /invocations. */
+export function inferenceRoutes(server: ServerContext): Router {
+  const router = new Router();
+
+  router.get('/ping', (ctx) => {
+    const statuses: Record<string, { status: string }> = {};
+    let code = 200;
+    for (const entry of server.models.list()) {
+      const status = pingStatus(entry);
+      const key = entry.version ? `${entry.name}:${entry.version}` : entry.name;
+      statuses[key] = { status };
+      if (status === 'FAILED') code = 500;
+      else if (status !== 'Healthy' && code === 200) code = 503;
+    }
+    if (!server.accepting) code = 503;
+    ctx.status = code;
+    ctx.body = statuses;
+  });
+
+  const predict = async (ctx: Context, name: string, version: string | undefined) => {
+    ctx.state.model = name;
+    if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
+    server.models.get(name, version);
+    const input = await servingInputFrom(ctx, bodyLimits(server));
+    const output = await server.models.predict(name, version, input, { signal: clientGone(ctx) });
+    writeServingOutput(ctx, output);
+  };
+
+  router.post('/predictions/:model', (ctx) => predict(ctx, ctx.params.model!, undefined));
+  router.post('/predictions/:model/:version', (ctx) => predict(ctx, ctx.params.model!, ctx.params.version));
+  router.post('/invocations', (ctx) => {
+    const named = typeof ctx.query.model_name === 'string' ? ctx.query.model_name : ctx.get('x-amzn-sagemaker-target-model') || undefined;
+    if (named) return predict(ctx, named, undefined);
+    const names = [...new Set(server.models.list().map((e) => e.name))];
+    if (names.length !== 1) {
+      throw new KilnError(KilnErrorCode.InvalidInput, `/invocations needs ?model_name= when the server has ${names.length} models`);
+    }
+    return predict(ctx, names[0]!, undefined);
+  });
+  return router;
+}

@@ -1,0 +1,20 @@
+import type { Logger } from 'pino';
+import type { ServerConfig } from '../config/server-config.js';
+import type { ServerMetrics } from '../metrics/server-metrics.js';
+import type { ModelManager } from '../models/model-manager.js';
+import type { BodyLimits } from '../http/read-body.js';
+
+/** What every route needs. */
+export interface ServerContext {
+  readonly config: ServerConfig;
+  readonly models: ModelManager;
+  readonly metrics: ServerMetrics;
+  readonly log: Logger;
+  readonly version: string;
+  /** False once SIGTERM arrived: new predictions are refused while accepted ones finish. */
+  accepting: boolean;
+}
+
+export function bodyLimits(server: ServerContext): BodyLimits {
+  return { maxBytes: server.config.maxRequestSize, timeoutMs: server.config.requestTimeoutMs };
+}

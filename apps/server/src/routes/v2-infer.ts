@@ -1,0 +1,115 @@
+import {
+  type AnyTensor,
+  KilnError,
+  KilnErrorCode,
+  NDList,
+  decodeBinaryTensor,
+  decodeV2Tensor,
+  dtypeNames,
+  encodeBinaryTensor,
+  encodeV2Tensor,
+} from '@kiln/core';
+
+export const BINARY_HEADER = 'inference-header-content-length';
+
+interface V2RequestOutput {
+  name: string;
+  parameters?: { binary_data?: boolean };
+}
+
+/** A parsed v2 infer request: tensors plus what the reply should hold. */
+export interface V2InferRequest {
+  readonly id: string | undefined;
+  readonly inputs: NDList;
+  /** Requested output names, in order; undefined = all. */
+  readonly outputs: readonly V2RequestOutput[] | undefined;
+  readonly binaryOutputByDefault: boolean;
+}
+
+/**
+ * Parses a v2 infer body: JSON, or with the binary-data extension (the JSON header's length
+ * in `Inference-Header-Content-Length`, then each binary input's bytes in order).
+ */
+export function parseV2Request(body: Buffer, headerLength: string | undefined): V2InferRequest {
+  let jsonEnd = body.byteLength;
+  if (headerLength !== undefined) {
+    jsonEnd = Number(headerLength);
+    if (!Number.isSafeInteger(jsonEnd) || jsonEnd < 0 || jsonEnd > body.byteLength) {
+      throw new KilnError(KilnErrorCode.InvalidInput, `Inference-Header-Content-Length ${headerLength} does not fit a ${body.byteLength}-byte body`);
+    }
+  }
+  let request: unknown;
+  try {
+    request = JSON.parse(body.subarray(0, jsonEnd).toString('utf8'));
+  } catch {
+    throw new KilnError(KilnErrorCode.InvalidInput, 'request JSON is malformed');
+  }
+  if (typeof request !== 'object' || request === null || !Array.isArray((request as { inputs?: unknown }).inputs)) {
+    throw new KilnError(KilnErrorCode.InvalidInput, 'request must be an object with an "inputs" array');
+  }
+  const r = request as { id?: unknown; inputs: unknown[]; outputs?: unknown; parameters?: { binary_data_output?: unknown } };
+  let offset = jsonEnd;
+  const tensors: AnyTensor[] = r.inputs.map((input, i) => {
+    const spec = input as { name?: unknown; shape?: unknown; datatype?: unknown; parameters?: { binary_data_size?: unknown } };
+    const size = spec?.parameters?.binary_data_size;
+    if (size === undefined) return decodeV2Tensor(input);
+    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || offset + size > body.byteLength) {
+      throw new KilnError(KilnErrorCode.InvalidInput, `input ${i} declares binary_data_size ${String(size)} beyond the body`);
+    }
+    if (typeof spec.name !== 'string' || typeof spec.datatype !== 'string' || !Array.isArray(spec.shape)) {
+      throw new KilnError(KilnErrorCode.InvalidInput, `input ${i} needs name, datatype and shape`);
+    }
+    const tensor = decodeBinaryTensor(spec.datatype, spec.shape as number[], body.subarray(offset, offset + size), spec.name);
+    offset += size;
+    return tensor;
+  });
+  if (offset !== body.byteLength) {
+    throw new KilnError(KilnErrorCode.InvalidInput, `${body.byteLength - offset} bytes of binary data belong to no input`);
+  }
+  if (r.id !== undefined && typeof r.id !== 'string') throw new KilnError(KilnErrorCode.InvalidInput, '"id" must be a string');
+  if (r.outputs !== undefined && (!Array.isArray(r.outputs) || r.outputs.some((o) => typeof (o as { name?: unknown })?.name !== 'string'))) {
+    throw new KilnError(KilnErrorCode.InvalidInput, '"outputs" must be a list of {"name": ...}');
+  }
+  return {
+    id: r.id,
+    inputs: new NDList(tensors),
+    outputs: r.outputs as V2RequestOutput[] | undefined,
+    binaryOutputByDefault: r.parameters?.binary_data_output === true,
+  };
+}
+
+export interface V2Reply {
+  readonly body: Buffer | Record<string, unknown>;
+  /** Set when the reply carries binary data: the JSON header's byte length. */
+  readonly headerLength: number | undefined;
+}
+
+/** Builds the v2 response: requested outputs only, binary where asked for. */
+export function buildV2Reply(request: V2InferRequest, outputs: NDList, model: { name: string; version: string }): V2Reply {
+  const selected = request.outputs
+    ? request.outputs.map((o) => {
+        const tensor = outputs.find(o.name);
+        if (!tensor) {
+          throw new KilnError(KilnErrorCode.InvalidInput, `unknown output ${o.name} (outputs: ${outputs.names.join(', ')})`);
+        }
+        return { tensor, binary: o.parameters?.binary_data ?? request.binaryOutputByDefault };
+      })
+    : outputs.tensors.map((tensor) => ({ tensor, binary: request.binaryOutputByDefault }));
+  const chunks: Uint8Array[] = [];
+  const json = selected.map(({ tensor, binary }, i) => {
+    const name = tensor.name ?? `output_${i}`;
+    if (!binary) return encodeV2Tensor(tensor, name);
+    const bytes = encodeBinaryTensor(tensor);
+    chunks.push(bytes);
+    return { name, datatype: dtypeNames(tensor.dtype).v2, shape: [...tensor.shape], parameters: { binary_data_size: bytes.byteLength } };
+  });
+  const header = {
+    model_name: model.name,
+    ...(model.version ? { model_version: model.version } : {}),
+    ...(request.id !== undefined ? { id: request.id } : {}),
+    outputs: json,
+  };
+  if (chunks.length === 0) return { body: header, headerLength: undefined };
+  const headerBytes = Buffer.from(JSON.stringify(header));
+  return { body: Buffer.concat([headerBytes, ...chunks]), headerLength: headerBytes.byteLength };
+}

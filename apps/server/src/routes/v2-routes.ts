@@ -1,0 +1,87 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import { KilnError, KilnErrorCode, dtypeNames } from '@kiln/core';
+import { pingStatus, type ModelEntry } from '../models/model-entry.js';
+import { readBody } from '../http/read-body.js';
+import { clientGone } from '../http/serving-request.js';
+import { BINARY_HEADER, buildV2Reply, parseV2Request } from './v2-infer.js';
+import { type ServerContext, bodyLimits } from './server-context.js';
+
+/** Triton-style platform names per engine. */
+const PLATFORMS: Record<string, string> = {
+  OnnxRuntime: 'onnxruntime_onnx',
+  PyTorch: 'pytorch_libtorch',
+  TensorFlow: 'tensorflow_tfjs',
+  DLR: 'tvm_dlr',
+};
+
+/** The Open Inference Protocol (KServe v2) as Triton serves it. */
+export function v2Routes(server: ServerContext): Router {
+  const router = new Router({ prefix: '/v2' });
+  router.use(async (ctx, next) => {
+    ctx.state.errorStyle = 'v2';
+    await next();
+  });
+
+  router.get('/', (ctx) => {
+    ctx.body = { name: 'kiln', version: server.version, extensions: ['binary_tensor_data', 'model_repository'] };
+  });
+  router.get('/health/live', (ctx) => {
+    ctx.status = 200;
+    ctx.body = { live: true };
+  });
+  router.get('/health/ready', (ctx) => {
+    const ready = server.accepting && server.models.list().every((e) => pingStatus(e) === 'Healthy');
+    ctx.status = ready ? 200 : 503;
+    ctx.body = { ready };
+  });
+
+  const metadata = (ctx: Context) => {
+    const entry = server.models.get(ctx.params.model!, ctx.params.version);
+    ctx.state.model = entry.name;
+    const signature = entry.signature;
+    ctx.body = {
+      name: entry.name,
+      versions: server.models.versions(entry.name).map((e) => e.version).filter(Boolean),
+      platform: PLATFORMS[signature?.engine ?? entry.engineName ?? ''] ?? signature?.engine ?? 'unknown',
+      inputs: (signature?.inputs ?? []).map(describeTensor),
+      outputs: (signature?.outputs ?? []).map(describeTensor),
+      ...(entry.state !== 'READY' ? { state: entry.state } : {}),
+    };
+  };
+  const ready = (ctx: Context) => {
+    const entry = server.models.get(ctx.params.model!, ctx.params.version);
+    const isReady = pingStatus(entry) === 'Healthy';
+    ctx.status = isReady ? 200 : 503;
+    ctx.body = { name: entry.name, ready: isReady };
+  };
+  const infer = async (ctx: Context) => {
+    if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
+    const entry: ModelEntry = server.models.get(ctx.params.model!, ctx.params.version);
+    ctx.state.model = entry.name;
+    const body = await readBody(ctx.req, bodyLimits(server));
+    const request = parseV2Request(body, ctx.get(BINARY_HEADER) || undefined);
+    const output = await server.models.predict(entry.name, ctx.params.version, { tensors: request.inputs }, { signal: clientGone(ctx) });
+    if (output.type !== 'tensors') {
+      throw new KilnError(KilnErrorCode.InvalidInput, `model ${entry.name} answers JSON, not tensors; use /predictions/${entry.name}`);
+    }
+    const reply = buildV2Reply(request, output.tensors, entry);
+    if (reply.headerLength !== undefined) {
+      ctx.set('Inference-Header-Content-Length', String(reply.headerLength));
+      ctx.type = 'application/octet-stream';
+    }
+    ctx.body = reply.body;
+  };
+
+  router.get('/models/:model', metadata);
+  router.get('/models/:model/versions/:version', metadata);
+  router.get('/models/:model/ready', ready);
+  router.get('/models/:model/versions/:version/ready', ready);
+  router.post('/models/:model/infer', infer);
+  router.post('/models/:model/versions/:version/infer', infer);
+  return router;
+}
+
+function describeTensor(d: { name: string; dtype: Parameters<typeof dtypeNames>[0]; shape: readonly number[] }) {
+  return { name: d.name, datatype: dtypeNames(d.dtype).v2, shape: [...d.shape] };
+}
