@@ -1,0 +1,80 @@
+import { NPY_MAGIC } from './npy.js';
+
+export type TensorFormat = 'npz' | 'npy' | 'safetensors' | 'ndlist' | 'json';
+
+export const TENSOR_CONTENT_TYPES: Readonly<Record<TensorFormat, string>> = {
+  npz: 'tensor/npz',
+  npy: 'tensor/npy',
+  safetensors: 'tensor/safetensors',
+  ndlist: 'tensor/ndlist',
+  json: 'application/json',
+};
+
+const Q_VALUE = /^(0(\.\d{0,3})?|1(\.0{0,3})?)$/;
+const JSON_SPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
+
+function startsWith(bytes: Uint8Array, prefix: ArrayLike<number>): boolean {
+  if (bytes.byteLength < prefix.length) return false;
+  for (let i = 0; i < prefix.length; i++) if (bytes[i] !== prefix[i]) return false;
+  return true;
+}
+
+/**
+ * Picks a decoder from the first bytes, as DJL does: a zip local header (or an empty zip's end
+ * record) is npz, `\x93NUMPY` is npy, a little-endian u64 header length that fits followed by `{`
+ * is safetensors, a leading `{` or `[` is JSON, and anything else is DJL's ndlist.
+ */
+export function detectTensorFormat(bytes: Uint8Array): TensorFormat {
+  if (startsWith(bytes, [0x50, 0x4b, 0x03, 0x04]) || startsWith(bytes, [0x50, 0x4b, 0x05, 0x06])) {
+    return 'npz';
+  }
+  if (startsWith(bytes, NPY_MAGIC)) return 'npy';
+  if (bytes.byteLength >= 9 && bytes[8] === 0x7b) {
+    const headerLength = new DataView(bytes.buffer, bytes.byteOffset, 8).getBigUint64(0, true);
+    if (8n + headerLength <= BigInt(bytes.byteLength)) return 'safetensors';
+  }
+  for (const byte of bytes) {
+    if (JSON_SPACE.has(byte)) continue;
+    if (byte === 0x7b || byte === 0x5b) return 'json';
+    break;
+  }
+  return 'ndlist';
+}
+
+/** The format named by a media type, or undefined when it names none of them. */
+export function formatForContentType(contentType: string | undefined): TensorFormat | undefined {
+  const media = contentType?.split(';')[0]!.trim().toLowerCase();
+  if (media === undefined) return undefined;
+  for (const [format, type] of Object.entries(TENSOR_CONTENT_TYPES)) {
+    if (type === media) return format as TensorFormat;
+  }
+  return undefined;
+}
+
+/**
+ * The reply format for an `Accept` header: the acceptable tensor format with the highest q-value
+ * (earliest on ties), else DJL's default, ndlist. With `tensorCount` other than 1, npy (a
+ * single-array format) is passed over.
+ */
+export function formatForAccept(accept: string | undefined, tensorCount?: number): TensorFormat {
+  let best: { format: TensorFormat; q: number } | undefined;
+  for (const range of (accept ?? '').split(',')) {
+    const [media, ...params] = range.split(';').map((part) => part.trim());
+    const format = formatForContentType(media);
+    const fits = format !== 'npy' || tensorCount === undefined || tensorCount === 1;
+    if (format === undefined || !fits) continue;
+    const q = qValue(params);
+    if (q > 0 && (best === undefined || q > best.q)) best = { format, q };
+  }
+  return best?.format ?? 'ndlist';
+}
+
+function qValue(params: readonly string[]): number {
+  for (const param of params) {
+    const [key, value] = param.split('=').map((part) => part.trim());
+    if (key?.toLowerCase() !== 'q') continue;
+    // RFC 9110 qvalue syntax; anything else makes the range unacceptable.
+    return value !== undefined && Q_VALUE.test(value) ? Number(value) : 0;
+  }
+  return 1;
+}

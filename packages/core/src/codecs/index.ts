@@ -1,0 +1,10 @@
+export * from './detect.js';
+export * from './float16.js';
+export { DEFAULT_MAX_DECODED_BYTES, MAX_ELEMENTS, MAX_RANK } from './limits.js';
+export * from './ndlist.js';
+export * from './npy.js';
+export * from './npz.js';
+export * from './safetensors.js';
+export * from './tensor-codec.js';
+export * from './v2-binary.js';
+export * from './v2-json.js';

@@ -1,0 +1,128 @@
+import { describe, expect, it } from 'vitest';
+import { KilnErrorCode } from '../errors.js';
+import { NDList } from '../tensor/ndlist.js';
+import { Tensor } from '../tensor/tensor.js';
+import { type TensorFormat, detectTensorFormat, formatForAccept } from './detect.js';
+import { decodeTensors, encodeTensors } from './tensor-codec.js';
+import { expectKilnError, expectSameList } from './test-support.js';
+
+const list = NDList.of(
+  new Tensor('float32', Float32Array.of(1, 2), [2], 'x'),
+  new Tensor('int8', Int8Array.of(3), [], 'y'),
+);
+const FORMATS: TensorFormat[] = ['npz', 'safetensors', 'ndlist', 'json'];
+const ascii = (text: string) => new TextEncoder().encode(text);
+
+describe('detectTensorFormat', () => {
+  it.each(FORMATS)('recognizes its own %s encoding', (format) => {
+    expect(detectTensorFormat(encodeTensors(list, format).body)).toBe(format);
+  });
+
+  it('recognizes npy, JSON after whitespace, and falls back to ndlist', () => {
+    expect(detectTensorFormat(encodeTensors(NDList.of(list.get(0)), 'npy').body)).toBe('npy');
+    expect(detectTensorFormat(ascii(' \n\t[1, 2]'))).toBe('json');
+    expect(detectTensorFormat(ascii('{"inputs": []}'))).toBe('json');
+    expect(detectTensorFormat(ascii('hello'))).toBe('ndlist');
+    expect(detectTensorFormat(new Uint8Array(0))).toBe('ndlist');
+    expect(detectTensorFormat(Uint8Array.of(0x50, 0x4b))).toBe('ndlist');
+  });
+
+  it('takes safetensors only when the declared header fits', () => {
+    const fits = Uint8Array.of(2, 0, 0, 0, 0, 0, 0, 0, 0x7b, 0x7d);
+    expect(detectTensorFormat(fits)).toBe('safetensors');
+    const tooLong = Uint8Array.of(3, 0, 0, 0, 0, 0, 0, 0, 0x7b, 0x7d);
+    expect(detectTensorFormat(tooLong)).toBe('ndlist');
+  });
+});
+
+describe('formatForAccept', () => {
+  it.each([
+    [undefined, 'ndlist'],
+    ['', 'ndlist'],
+    ['*/*', 'ndlist'],
+    ['text/html', 'ndlist'],
+    ['tensor/npz', 'npz'],
+    ['TENSOR/SAFETENSORS', 'safetensors'],
+    ['application/json; charset=utf-8', 'json'],
+    ['tensor/ndlist', 'ndlist'],
+    ['tensor/npy', 'npy'],
+    ['tensor/npz;q=0.5, application/json', 'json'],
+    ['tensor/npz;q=0.9, application/json;q=0.8', 'npz'],
+    ['application/json;q=0, tensor/npz;q=0.1', 'npz'],
+    ['application/json;q=0', 'ndlist'],
+    ['tensor/safetensors, tensor/npz', 'safetensors'],
+    ['application/json;q=2', 'ndlist'],
+  ] as const)('%j → %s', (accept, format) => {
+    expect(formatForAccept(accept)).toBe(format);
+  });
+
+  it('passes npy over for anything but one tensor', () => {
+    expect(formatForAccept('tensor/npy, tensor/npz;q=0.5', 1)).toBe('npy');
+    expect(formatForAccept('tensor/npy, tensor/npz;q=0.5', 2)).toBe('npz');
+    expect(formatForAccept('tensor/npy', 3)).toBe('ndlist');
+  });
+});
+
+describe('decodeTensors / encodeTensors', () => {
+  it.each(FORMATS)('round-trips through %s with its content type', (format) => {
+    const { body, contentType } = encodeTensors(list, format);
+    expect(contentType).toBe(format === 'json' ? 'application/json' : `tensor/${format}`);
+    expectSameList(decodeTensors(body, { contentType }), list);
+    expectSameList(decodeTensors(body), list);
+  });
+
+  it('encodes one tensor as npy and refuses npy for several', () => {
+    const single = NDList.of(list.get(0));
+    const { body, contentType } = encodeTensors(single, 'npy');
+    expect(contentType).toBe('tensor/npy');
+    expect(decodeTensors(body).get(0).data).toEqual(Float32Array.of(1, 2));
+    expectKilnError(() => encodeTensors(list, 'npy'), [KilnErrorCode.InvalidInput]);
+  });
+
+  it('deflates npz on request', () => {
+    const zeros = NDList.of(new Tensor('float32', new Float32Array(10_000), [10_000]));
+    expect(encodeTensors(zeros, 'npz', { compress: true }).body.byteLength).toBeLessThan(
+      encodeTensors(zeros, 'npz').body.byteLength / 10,
+    );
+  });
+
+  it('lets a content type that names a format win over detection', () => {
+    const json = ascii('[[1, 2]]');
+    expect(decodeTensors(json).get(0).shape).toEqual([1, 2]);
+    expectKilnError(
+      () => decodeTensors(json, { contentType: 'tensor/ndlist' }),
+      [KilnErrorCode.MalformedTensor],
+    );
+    expect(decodeTensors(json, { contentType: 'application/octet-stream' }).get(0).shape).toEqual([
+      1, 2,
+    ]);
+    expect(decodeTensors(json, { contentType: 'Application/JSON; charset=utf-8' }).length).toBe(1);
+  });
+
+  it('enforces maxBytes on the body and on what npz inflates to', () => {
+    const { body } = encodeTensors(list, 'ndlist');
+    expectKilnError(
+      () => decodeTensors(body, { maxBytes: body.byteLength - 1 }),
+      [KilnErrorCode.PayloadTooLarge],
+    );
+    const zeros = encodeTensors(
+      NDList.of(new Tensor('uint8', new Uint8Array(1_000_000), [1_000_000])),
+      'npz',
+      {
+        compress: true,
+      },
+    );
+    expectKilnError(
+      () => decodeTensors(zeros.body, { maxBytes: 100_000 }),
+      [KilnErrorCode.PayloadTooLarge],
+    );
+  });
+
+  it('rejects invalid JSON bodies as MALFORMED_TENSOR', () => {
+    expectKilnError(() => decodeTensors(ascii('[1, 2')), [KilnErrorCode.MalformedTensor]);
+    expectKilnError(
+      () => decodeTensors(Uint8Array.of(0x5b, 0xff, 0x5d)),
+      [KilnErrorCode.MalformedTensor],
+    );
+  });
+});
