@@ -58,17 +58,19 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   const errorOptions = { overloadStatus: config.overloadStatus, retryAfterS: config.retryAfterS };
 
   const inference = new Koa();
-  inference.use(errorMiddleware(errorOptions, log));
+  // Logging and metrics sit outside the error handler so that they see the final status.
   if (config.accessLog) inference.use(accessLog(log, 'inference'));
   inference.use(requestMetrics(metrics, 'inference'));
+  inference.use(errorMiddleware(errorOptions, log));
   const inferenceMeta = new Router();
   inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
   for (const router of [inferenceMeta, inferenceRoutes(server), v2Routes(server)]) inference.use(router.routes()).use(router.allowedMethods());
 
   const management = new Koa();
-  management.use(errorMiddleware(errorOptions, log));
+  // Logging and metrics sit outside the error handler so that they see the final status.
   if (config.accessLog) management.use(accessLog(log, 'management'));
   management.use(requestMetrics(metrics, 'management'));
+  management.use(errorMiddleware(errorOptions, log));
   if (config.managementToken) management.use(requireToken(config.managementToken));
   const managementMeta = new Router();
   managementMeta.get('/openapi.json', (ctx) => (ctx.body = managementOpenApi(SERVER_VERSION)));

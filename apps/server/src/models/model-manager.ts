@@ -208,7 +208,7 @@ export class ModelManager {
         return;
       }
       entry.pool = pool;
-      entry.signature = pool.signature() as ModelSignature | undefined;
+      entry.signature = (pool as { signature?: () => ModelSignature | undefined }).signature?.();
       entry.loadTimeMs = performance.now() - started;
       entry.state = 'READY';
       watchPool(this.metrics, entry.name, pool);

@@ -61,7 +61,7 @@ export function v2Routes(server: ServerContext): Router {
     ctx.state.model = entry.name;
     const body = await readBody(ctx.req, bodyLimits(server));
     const request = parseV2Request(body, ctx.get(BINARY_HEADER) || undefined);
-    const output = await server.models.predict(entry.name, ctx.params.version, { tensors: request.inputs }, { signal: clientGone(ctx) });
+    const output = await server.models.predict(entry.name, ctx.params.version, { tensors: request.inputs, rawTensors: true }, { signal: clientGone(ctx) });
     if (output.type !== 'tensors') {
       throw new KilnError(KilnErrorCode.InvalidInput, `model ${entry.name} answers JSON, not tensors; use /predictions/${entry.name}`);
     }

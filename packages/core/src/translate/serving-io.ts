@@ -9,6 +9,11 @@ export interface ServingInput {
   readonly contentType?: string;
   readonly headers?: Readonly<Record<string, string>>;
   readonly tensors?: NDList;
+  /**
+   * Tensors in, tensors out, past the model's own translator (the v2 protocol): `tensors`
+   * are checked against the model's inputs and its outputs come back as they are.
+   */
+  readonly rawTensors?: boolean;
 }
 
 /** What a translator gives back to a server: tensors (encoded per `Accept`) or a JSON value. */

@@ -1,0 +1,63 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { type KilnServer, loadServerConfig, startKilnServer } from '@kiln/server';
+
+export interface TestServer {
+  readonly server: KilnServer;
+  readonly inference: string;
+  readonly management: string;
+  readonly metrics: string;
+  /** Resolves once every registered model finished loading (either way). */
+  settled(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Starts a real server on ephemeral loopback ports. */
+export async function startTestServer(options: { models?: string[]; config?: Record<string, string> } = {}): Promise<TestServer> {
+  const config = loadServerConfig({
+    env: {},
+    overrides: {
+      inference_address: 'http://127.0.0.1:0',
+      management_address: 'http://127.0.0.1:0',
+      metrics_address: 'http://127.0.0.1:0',
+      enable_access_log: 'false',
+      ...options.config,
+    },
+  });
+  const server = await startKilnServer({ config, models: options.models ?? [], logger: pino({ level: 'silent' }) });
+  const settled = async () => {
+    // Registration itself is asynchronous: wait until every startup model is registered.
+    for (let i = 0; i < 200 && server.models.list().length < (options.models?.length ?? 0); i++) await sleep(10);
+    await Promise.all(server.models.list().map((e) => e.loading));
+  };
+  return { server, ...server.urls, settled, stop: () => server.stop() };
+}
+
+export function tempDir(label: string): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), `kiln-${label}-`));
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Status and parsed JSON body of a response (body undefined when not JSON). */
+export async function jsonOf(response: Response): Promise<{ status: number; body: unknown; headers: Headers }> {
+  const text = await response.text();
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    body = undefined;
+  }
+  return { status: response.status, body, headers: response.headers };
+}
+
+/** An error body must be JSON, name the problem and carry no stack trace. */
+export function expectCleanError(body: unknown): string {
+  const text = JSON.stringify(body);
+  if (/\bat .+\(.+:\d+:\d+\)|node:internal|\.ts:\d+/.test(text)) throw new Error(`error body leaks a stack trace: ${text}`);
+  return text;
+}
