@@ -156,6 +156,11 @@ export class ModelManager {
     if (entry.state !== 'READY' || !entry.pool) {
       throw new KilnError(KilnErrorCode.ModelNotReady, `model ${name} is ${entry.state.toLowerCase()}; scale it once it is loaded`);
     }
+    for (const group of entry.pool.describe().workerGroups) {
+      const min = limits.minWorkers ?? group.minWorkers;
+      const max = limits.maxWorkers ?? group.maxWorkers;
+      if (min > max) throw new KilnError(KilnErrorCode.InvalidInput, `min_worker (${min}) must not exceed max_worker (${max})`);
+    }
     const scaling = entry.pool.scale(limits);
     if (synchronous) await scaling;
     else scaling.catch(() => undefined);

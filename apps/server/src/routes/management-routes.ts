@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { KilnError, KilnErrorCode, parseModelUrl } from '@kiln/core';
+import { KilnError, KilnErrorCode, formatModelUrl, parseModelUrl } from '@kiln/core';
 import { checkModelLocation } from '../security/url-allowlist.js';
 import type { ServerContext } from './server-context.js';
 
@@ -11,11 +11,12 @@ export function managementRoutes(server: ServerContext): Router {
   router.post('/models', async (ctx) => {
     const url = requiredQuery(ctx, 'url');
     const parsed = parseModelUrl(url);
-    checkModelLocation(parsed.url, { modelStore: server.config.modelStore, allowedUrls: server.config.allowedUrls });
+    const location = checkModelLocation(parsed.url, { modelStore: server.config.modelStore, allowedUrls: server.config.allowedUrls });
     const synchronous = flag(ctx, 'synchronous', true);
     const entry = await server.models.register(
       {
-        url,
+        // The checked location, so that relative store paths and links resolve as they were checked.
+        url: formatModelUrl({ ...parsed, url: location }),
         ...optional('name', text(ctx, 'model_name')),
         ...optional('version', text(ctx, 'model_version')),
         ...optional('engine', text(ctx, 'engine')),
