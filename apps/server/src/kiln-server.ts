@@ -86,6 +86,13 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   });
   metricsApp.use(metricsRouter.routes()).use(metricsRouter.allowedMethods());
 
+  // Errors reach the client through errorMiddleware; what Koa still sees (sockets closed
+  // mid-write) belongs in the log, not on stderr.
+  for (const app of [inference, management, metricsApp]) {
+    app.silent = true;
+    app.on('error', (error: unknown) => log.debug({ err: error }, 'connection error'));
+  }
+
   const listeners: http.Server[] = [];
   const listen = async (app: Koa, address: string): Promise<string> => {
     const { host, port } = parseAddress(address);
