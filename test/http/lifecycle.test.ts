@@ -1,0 +1,123 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildModelStore, buildSlowModel, type ModelStore } from '../support/fixtures.js';
+import { type TestServer, jsonOf, sleep, startTestServer, tempDir } from '../support/server-harness.js';
+
+let store: ModelStore;
+let slow: string;
+let root: string;
+const slowBody = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }] });
+
+beforeAll(async () => {
+  root = tempDir('lifecycle');
+  store = await buildModelStore(path.join(root, 'store'));
+  // One worker, batch 1, a queue of two: a burst must overflow it.
+  slow = await buildSlowModel(path.join(root, 'slow'), 150, 'minWorkers=1\nmaxWorkers=1\njob_queue_size=2\nbatch_size=1\n');
+});
+
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+const predictSlow = (t: TestServer) => fetch(`${t.inference}/predictions/slow`, { method: 'POST', body: slowBody, headers: { 'content-type': 'application/json' } });
+
+describe('model lifecycle', () => {
+  it('reports a model that fails to load as FAILED while the others serve', async () => {
+    const broken = path.join(root, 'broken');
+    fs.mkdirSync(broken, { recursive: true });
+    fs.writeFileSync(path.join(broken, 'model.onnx'), 'not an onnx file');
+    const t = await startTestServer({ models: [`iris=${store.iris}`, `broken=${broken}`] });
+    try {
+      await t.settled();
+      const ping = await jsonOf(await fetch(`${t.inference}/ping`));
+      expect(ping.status).toBe(500);
+      expect(ping.body).toEqual({ iris: { status: 'Healthy' }, broken: { status: 'FAILED' } });
+      expect((await fetch(`${t.inference}/v2/health/ready`)).status).toBe(503);
+      const iris = await fetch(`${t.inference}/predictions/iris`, { method: 'POST', body: '[5.1,3.5,1.4,0.2]', headers: { 'content-type': 'application/json' } });
+      expect(iris.status).toBe(200);
+      const failed = await jsonOf(await fetch(`${t.inference}/predictions/broken`, { method: 'POST', body: '[1]' }));
+      expect(failed.status).toBe(500);
+      expect((failed.body as { message: string }).message).toMatch(/broken/);
+      const described = await jsonOf(await fetch(`${t.management}/models/broken`));
+      expect((described.body as { status: string; error: string }[])[0]).toMatchObject({ status: 'FAILED', error: expect.any(String) });
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('reports PENDING honestly while a model loads in the background', async () => {
+    const t = await startTestServer({ models: [`iris=${store.iris}`] });
+    try {
+      for (let i = 0; i < 100 && t.server.models.list().length === 0; i++) await sleep(5);
+      const early = await jsonOf(await fetch(`${t.inference}/ping`));
+      if (t.server.models.get('iris').state === 'PENDING') {
+        expect(early.status).toBe(503);
+        expect(early.body).toEqual({ iris: { status: 'PENDING' } });
+      }
+      await t.settled();
+      expect((await fetch(`${t.inference}/ping`)).status).toBe(200);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('answers overload with 503 and Retry-After (or 429 when configured), never losing accepted requests', async () => {
+    for (const overload of ['503', '429']) {
+      const t = await startTestServer({ models: [`slow=${slow}`], config: { overload_status: overload, retry_after: '3' } });
+      try {
+        await t.settled();
+        const replies = await Promise.all(Array.from({ length: 10 }, () => predictSlow(t)));
+        const statuses = replies.map((r) => r.status);
+        const refused = replies.filter((r) => r.status === Number(overload));
+        expect(refused.length).toBeGreaterThan(0);
+        expect(statuses.filter((s) => s === 200).length).toBeGreaterThanOrEqual(2);
+        expect(statuses.every((s) => s === 200 || s === Number(overload))).toBe(true);
+        for (const r of refused) {
+          expect(r.headers.get('retry-after')).toBe('3');
+          expect(await r.json()).toMatchObject({ code: Number(overload), type: 'QueueFull' });
+        }
+      } finally {
+        await t.stop();
+      }
+    }
+  });
+
+  it('drains accepted requests on stop and refuses new ones', async () => {
+    const t = await startTestServer({ models: [`slow=${slow}`] });
+    await t.settled();
+    const inFlight = [predictSlow(t), predictSlow(t)];
+    await sleep(50);
+    const stopping = t.stop();
+    const late = await jsonOf(await predictSlow(t));
+    expect(late.status).toBe(503);
+    expect(late.body).toMatchObject({ type: 'Closed' });
+    const statuses = await Promise.all(inFlight.map((p) => p.then((r) => r.status)));
+    await stopping;
+    expect(statuses).toEqual([200, 200]);
+  });
+});
+
+describe('kiln serve under SIGTERM', () => {
+  it('stops accepting, drains in-flight requests, then exits 0', async () => {
+    const bin = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));
+    const child = spawn(process.execPath, [bin, 'serve', '-m', `slow=${slow}`, '--inference-address', 'http://127.0.0.1:0', '--management-address', 'http://127.0.0.1:0', '--metrics-address', 'http://127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d.toString()));
+    child.stderr.on('data', (d) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      for (let i = 0; i < 600 && !/READY|FAILED/.test(output); i++) await sleep(50);
+      expect(output).toMatch(/model slow .*READY/);
+      const inference = /inference\s+(http:\/\/\S+)/.exec(output)![1]!;
+      const inFlight = fetch(`${inference}/predictions/slow`, { method: 'POST', body: slowBody, headers: { 'content-type': 'application/json' } });
+      await sleep(40);
+      child.kill('SIGTERM');
+      expect((await inFlight).status).toBe(200);
+      expect(await exited).toBe(0);
+      expect(output).toMatch(/draining/);
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});

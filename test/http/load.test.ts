@@ -1,0 +1,66 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NDList, Tensor, encodeNpz } from '@kiln/core';
+import { buildModelStore } from '../support/fixtures.js';
+import { type TestServer, sleep, startTestServer, tempDir } from '../support/server-harness.js';
+
+let t: TestServer;
+let root: string;
+
+beforeAll(async () => {
+  root = tempDir('load');
+  const store = await buildModelStore(path.join(root, 'store'));
+  fs.appendFileSync(path.join(store.addMul, 'serving.properties'), 'job_queue_size=100000\n');
+  t = await startTestServer({ models: [`addmul=${store.addMul}`] });
+  await t.settled();
+});
+
+afterAll(async () => {
+  await t?.stop();
+  fs.rmSync(root, { recursive: true, force: true });
+});
+
+/** Runs `total` requests at `concurrency`, each checking that it got its own answer. */
+async function run(total: number, concurrency: number): Promise<Map<number, number>> {
+  const statuses = new Map<number, number>();
+  let next = 0;
+  const client = async () => {
+    while (next < total) {
+      const i = next++;
+      const a = new Float32Array([i, i + 1, i + 2]);
+      const b = new Float32Array([2, 2, 2]);
+      const body = Buffer.from(encodeNpz(NDList.of(new Tensor('float32', a, [1, 3], 'a'), new Tensor('float32', b, [1, 3], 'b'))));
+      const response = await fetch(`${t.inference}/predictions/addmul`, { method: 'POST', body, headers: { accept: 'application/json' } });
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+      if (response.status === 200) {
+        const [sum] = (await response.json()) as { data: number[] }[];
+        expect(sum!.data).toEqual([i + 2, i + 3, i + 4]);
+      } else {
+        await response.arrayBuffer();
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, client));
+  return statuses;
+}
+
+describe('load', () => {
+  it('serves 3000 requests at concurrency 64 with no failure and flat memory', { timeout: 180_000 }, async () => {
+    const warmUp = await run(2000, 64);
+    expect([...warmUp.keys()]).toEqual([200]);
+    await sleep(500);
+    const rssAfterWarmUp = process.memoryUsage().rss;
+    const statuses = await run(3000, 64);
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 3000 });
+    await sleep(500);
+    const rss = process.memoryUsage().rss;
+    expect(rss / rssAfterWarmUp).toBeLessThan(1.1);
+    const metrics = await (await fetch(`${t.metrics}/metrics`)).text();
+    const count = Number(/kiln_requests_total\{api="inference",route="\/predictions\/:model",model="addmul",status="200"\} (\d+)/.exec(metrics)?.[1]);
+    expect(count).toBe(5000);
+    // Batching happened: fewer executions than requests.
+    const batches = Number(/kiln_batch_size_count\{model="addmul"\} (\d+)/.exec(metrics)?.[1]);
+    expect(batches).toBeLessThan(5000);
+  });
+});
