@@ -1,5 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
-  test: { testTimeout: 60_000, hookTimeout: 120_000 },
+  test: {
+    testTimeout: 60_000,
+    hookTimeout: 180_000,
+    // Memory checks collect garbage first, so that they measure leaks rather than GC timing.
+    execArgv: ['--expose-gc'],
+    // HTTP tests start servers with worker threads; one file at a time keeps timings sane on 2 cores.
+    fileParallelism: false,
+  },
 });
