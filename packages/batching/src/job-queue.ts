@@ -1,0 +1,422 @@
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import { type Clock, systemClock } from './clock.js';
+import {
+  type BucketKey,
+  type Job,
+  type JobHandle,
+  type JobHooks,
+  type JobOptions,
+  QueuedJob,
+  cancellationError,
+} from './job.js';
+import { LinkedQueue, type QueueNode } from './linked-queue.js';
+import { QueuedJobs } from './queued-jobs.js';
+import {
+  QueueEvents,
+  type BatchListener,
+  type JobEvent,
+  type JobListener,
+} from './queue-events.js';
+
+/** DJL's `job_queue_size` default. */
+export const DEFAULT_QUEUE_CAPACITY = 1000;
+
+export interface JobQueueOptions<I> {
+  /** Most jobs accepted and not yet handed to a worker (`job_queue_size`); default 1000. */
+  capacity?: number;
+  clock?: Clock;
+  /** Timeout of jobs submitted without `timeoutMs`; none when unset. */
+  defaultTimeoutMs?: number;
+  /** Sequence bucketing: only jobs of one bucket share a batch. */
+  bucketOf?: (input: I) => BucketKey | undefined;
+  /** Gets errors thrown by event listeners; by default they are rethrown on a microtask. */
+  onListenerError?: (error: unknown) => void;
+}
+
+export interface TakeBatchOptions {
+  /** Most jobs in one batch (`batch_size`). */
+  maxSize: number;
+  /** How long to wait for more jobs once the first was taken (`max_batch_delay`). */
+  maxDelayMs: number;
+  /** Stops waiting: resolves [] while no job is held, or returns the jobs held so far. */
+  signal?: AbortSignal;
+}
+
+/** A takeBatch call in progress. */
+interface Consumer<I, O> {
+  readonly maxSize: number;
+  readonly maxDelayMs: number;
+  readonly signal: AbortSignal | undefined;
+  readonly deliver: (jobs: Job<I, O>[]) => void;
+  jobs: QueuedJob<I, O>[];
+  bucket: BucketKey | undefined;
+  startedAt: number;
+  timer: unknown;
+  /** Its node in the idle or the gathering list. */
+  node: QueueNode<Consumer<I, O>> | undefined;
+  onAbort: (() => void) | undefined;
+  done: boolean;
+}
+
+/**
+ * A bounded FIFO of jobs that workers drain in batches, with DJL's aggregation rule: a
+ * consumer waits for a first job, takes up to `maxSize` queued jobs at once, then waits only
+ * for what is left of `maxDelayMs` for more. Each job goes to exactly one consumer.
+ *
+ * Accepted jobs are either queued (in the global order list and their bucket's list) or held
+ * by one consumer that is gathering a batch. Two invariants keep routing O(1) per job: while a
+ * consumer is idle nothing is queued, and no queued job belongs to the bucket of a consumer
+ * that is gathering (it would have taken it).
+ */
+export class JobQueue<I, O> {
+  private readonly queued = new QueuedJobs<I, O>();
+  private readonly idle = new LinkedQueue<Consumer<I, O>>();
+  private readonly gathering = new LinkedQueue<Consumer<I, O>>();
+  private readonly events: QueueEvents<I, O>;
+  private readonly drainWaiters: (() => void)[] = [];
+  private readonly hooks: JobHooks<I, O> = {
+    settled: (job) => this.onSettled(job),
+    cancelled: (job, error) => {
+      job.reject(error);
+      this.events.emitJob('cancelled', job, error);
+    },
+  };
+  private readonly maxJobs: number;
+  private readonly queueClock: Clock;
+  private readonly defaultTimeoutMs: number | undefined;
+  private readonly bucketOf: ((input: I) => BucketKey | undefined) | undefined;
+  private nextId = 1;
+  private pending = 0;
+  private closeError: KilnError | undefined;
+
+  constructor(options: JobQueueOptions<I> = {}) {
+    const capacity = options.capacity ?? DEFAULT_QUEUE_CAPACITY;
+    if (!Number.isSafeInteger(capacity) || capacity < 1) {
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `queue capacity must be an integer ≥ 1, got ${capacity}`,
+      );
+    }
+    if (options.defaultTimeoutMs !== undefined && !validTimeout(options.defaultTimeoutMs)) {
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `defaultTimeoutMs must be a number > 0, got ${options.defaultTimeoutMs}`,
+      );
+    }
+    this.maxJobs = capacity;
+    this.queueClock = options.clock ?? systemClock;
+    this.defaultTimeoutMs = options.defaultTimeoutMs;
+    this.bucketOf = options.bucketOf;
+    this.events = new QueueEvents(options.onListenerError);
+  }
+
+  /** Jobs accepted and not yet handed to a worker (queued, or held by a gathering consumer). */
+  get depth(): number {
+    return this.pending;
+  }
+
+  get capacity(): number {
+    return this.maxJobs;
+  }
+
+  /** takeBatch calls waiting for a first job: workers with nothing to do. */
+  get waiting(): number {
+    return this.idle.size;
+  }
+
+  get closed(): boolean {
+    return this.closeError !== undefined;
+  }
+
+  get clock(): Clock {
+    return this.queueClock;
+  }
+
+  /**
+   * Accepts a job, or fails its result at once: CLOSED after close, QUEUE_FULL at capacity
+   * (checked synchronously, the job is never queued), CANCELLED for an aborted signal,
+   * INVALID_INPUT for bad options or a bucketOf that throws.
+   */
+  submit(input: I, options: JobOptions = {}): JobHandle<O> {
+    const id = this.nextId++;
+    const now = this.queueClock.now();
+    const refuse = (event: JobEvent, error: KilnError, bucket?: BucketKey): JobHandle<O> => {
+      const job = new QueuedJob<I, O>(id, input, now, undefined, bucket, undefined, this.hooks);
+      job.reject(error);
+      this.events.emitJob(event, job, error);
+      return job.handle();
+    };
+
+    if (this.closeError) return refuse('rejected', this.closeError);
+    const timeoutMs = options.timeoutMs ?? this.defaultTimeoutMs;
+    if (timeoutMs !== undefined && !validTimeout(timeoutMs)) {
+      return refuse('rejected', invalidInput(`timeoutMs must be a number > 0, got ${timeoutMs}`));
+    }
+    let bucket: BucketKey | undefined;
+    try {
+      bucket = options.bucket ?? this.bucketOf?.(input);
+    } catch (error) {
+      return refuse(
+        'rejected',
+        KilnError.wrap(error, KilnErrorCode.InvalidInput, 'cannot bucket input'),
+      );
+    }
+    if (options.signal?.aborted) {
+      return refuse('cancelled', cancellationError(options.signal), bucket);
+    }
+    if (this.pending >= this.maxJobs) {
+      return refuse(
+        'rejected',
+        new KilnError(KilnErrorCode.QueueFull, `job queue is full (${this.maxJobs} jobs)`, {
+          details: { capacity: this.maxJobs },
+        }),
+        bucket,
+      );
+    }
+
+    const finite = timeoutMs !== undefined && Number.isFinite(timeoutMs);
+    const deadline = finite ? now + timeoutMs : undefined;
+    const job = new QueuedJob<I, O>(id, input, now, deadline, bucket, options.signal, this.hooks);
+    job.state = 'queued';
+    this.pending++;
+    if (finite) {
+      job.timer = this.queueClock.setTimeout(() => this.expire(job, timeoutMs), timeoutMs);
+    }
+    this.events.emitJob('enqueued', job);
+    this.route(job);
+    return job.handle();
+  }
+
+  /**
+   * Waits for a batch of 1..maxSize jobs of one bucket, oldest first. Resolves [] when the
+   * signal aborts before a job was taken, or when the queue is closed and empty: the
+   * consumer should stop.
+   */
+  takeBatch(options: TakeBatchOptions): Promise<Job<I, O>[]> {
+    const { maxSize, maxDelayMs, signal } = options;
+    if (!Number.isSafeInteger(maxSize) || maxSize < 1) {
+      return Promise.reject(
+        new KilnError(
+          KilnErrorCode.InvalidConfig,
+          `maxSize must be an integer ≥ 1, got ${maxSize}`,
+        ),
+      );
+    }
+    if (!(maxDelayMs >= 0 && maxDelayMs < Infinity)) {
+      return Promise.reject(
+        new KilnError(
+          KilnErrorCode.InvalidConfig,
+          `maxDelayMs must be a finite number ≥ 0, got ${maxDelayMs}`,
+        ),
+      );
+    }
+    if (signal?.aborted) return Promise.resolve([]);
+    return new Promise((deliver) => {
+      const consumer: Consumer<I, O> = {
+        maxSize,
+        maxDelayMs,
+        signal,
+        deliver,
+        jobs: [],
+        bucket: undefined,
+        startedAt: 0,
+        timer: undefined,
+        node: undefined,
+        onAbort: undefined,
+        done: false,
+      };
+      if (signal) {
+        consumer.onAbort = () => this.abortConsumer(consumer);
+        signal.addEventListener('abort', consumer.onAbort, { once: true });
+      }
+      this.wait(consumer);
+    });
+  }
+
+  /** Refuses new jobs (CLOSED, or `reason`); queued jobs stay for workers to drain. */
+  close(reason?: KilnError): void {
+    if (this.closeError) return;
+    this.closeError = reason ?? new KilnError(KilnErrorCode.Closed, 'job queue is closed');
+    // No job can join a batch any more, so waiting for one is pointless.
+    for (const consumer of [...this.gathering]) this.finish(consumer);
+    for (const consumer of [...this.idle]) this.deliverEmpty(consumer);
+  }
+
+  /** Resolves once no job is queued or held by a gathering consumer. */
+  drain(): Promise<void> {
+    if (this.pending === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  /** Fails every job not yet handed to a worker. */
+  failAll(error: KilnError): void {
+    const jobs = [...this.queued];
+    for (const consumer of this.gathering) jobs.push(...consumer.jobs);
+    for (const job of jobs) {
+      if (job.settled) continue;
+      job.reject(error);
+      this.events.emitJob('rejected', job, error);
+    }
+  }
+
+  /**
+   * Measurements: `enqueued` (accepted), `taken` (handed to a worker), `expired` (TIMEOUT while
+   * queued), `cancelled` (by the caller, queued or running), `rejected` (refused at submit, or
+   * failed by failAll) — with the error as second argument — and `batch` per takeBatch result.
+   */
+  on(event: JobEvent, listener: JobListener<I, O>): this;
+  on(event: 'batch', listener: BatchListener<I, O>): this;
+  on(event: JobEvent | 'batch', listener: JobListener<I, O> | BatchListener<I, O>): this {
+    this.events.on(event, listener);
+    return this;
+  }
+
+  off(event: JobEvent, listener: JobListener<I, O>): this;
+  off(event: 'batch', listener: BatchListener<I, O>): this;
+  off(event: JobEvent | 'batch', listener: JobListener<I, O> | BatchListener<I, O>): this {
+    this.events.off(event, listener);
+    return this;
+  }
+
+  /** Gives a new job to the gathering consumer of its bucket, else queues it. */
+  private route(job: QueuedJob<I, O>): void {
+    for (const consumer of this.gathering) {
+      if (consumer.bucket !== job.bucket) continue;
+      this.hold(consumer, job);
+      if (consumer.jobs.length >= consumer.maxSize) this.finish(consumer);
+      return;
+    }
+    this.queued.add(job);
+    const idle = this.idle.shift();
+    if (idle) {
+      idle.node = undefined;
+      this.start(idle);
+    }
+  }
+
+  /** A consumer with no job: starts a batch, or waits for a job (or stops on a closed queue). */
+  private wait(consumer: Consumer<I, O>): void {
+    if (consumer.done) return;
+    if (this.queued.size > 0) this.start(consumer);
+    else if (this.closeError) this.deliverEmpty(consumer);
+    else consumer.node = this.idle.push(consumer);
+  }
+
+  /** Takes the oldest queued job and as many of its bucket as fit, then waits out the delay. */
+  private start(consumer: Consumer<I, O>): void {
+    const bucket = this.queued.oldest()!.bucket;
+    consumer.bucket = bucket;
+    consumer.startedAt = this.queueClock.now();
+    for (let job = this.queued.oldestOf(bucket); job; job = this.queued.oldestOf(bucket)) {
+      this.queued.remove(job);
+      this.hold(consumer, job);
+      if (consumer.jobs.length >= consumer.maxSize) break;
+    }
+    if (consumer.jobs.length >= consumer.maxSize || consumer.maxDelayMs <= 0 || this.closeError) {
+      this.finish(consumer);
+      return;
+    }
+    consumer.node = this.gathering.push(consumer);
+    consumer.timer = this.queueClock.setTimeout(() => this.finish(consumer), consumer.maxDelayMs);
+  }
+
+  private hold(consumer: Consumer<I, O>, job: QueuedJob<I, O>): void {
+    job.state = 'gathering';
+    job.holder = consumer;
+    consumer.jobs.push(job);
+  }
+
+  /** Hands a consumer the jobs it holds. */
+  private finish(consumer: Consumer<I, O>): void {
+    if (consumer.done) return;
+    this.release(consumer);
+    const jobs = consumer.jobs;
+    consumer.jobs = [];
+    for (const job of jobs) {
+      job.state = 'taken';
+      job.holder = undefined;
+      this.clearDeadline(job);
+    }
+    this.pending -= jobs.length;
+    for (const job of jobs) this.events.emitJob('taken', job);
+    this.events.emitBatch(jobs, this.queueClock.now() - consumer.startedAt);
+    consumer.deliver(jobs);
+    this.checkDrained();
+  }
+
+  private deliverEmpty(consumer: Consumer<I, O>): void {
+    if (consumer.done) return;
+    this.release(consumer);
+    consumer.deliver([]);
+  }
+
+  /** Ends a consumer's wait: its timer, its list node and its abort listener. */
+  private release(consumer: Consumer<I, O>): void {
+    consumer.done = true;
+    this.stopGathering(consumer);
+    if (consumer.node) this.idle.remove(consumer.node);
+    consumer.node = undefined;
+    if (consumer.onAbort) consumer.signal?.removeEventListener('abort', consumer.onAbort);
+  }
+
+  private stopGathering(consumer: Consumer<I, O>): void {
+    if (consumer.timer !== undefined) this.queueClock.clearTimeout(consumer.timer);
+    consumer.timer = undefined;
+    if (consumer.node && this.gathering.remove(consumer.node)) consumer.node = undefined;
+  }
+
+  private abortConsumer(consumer: Consumer<I, O>): void {
+    if (consumer.jobs.length > 0) this.finish(consumer);
+    else this.deliverEmpty(consumer);
+  }
+
+  private expire(job: QueuedJob<I, O>, timeoutMs: number): void {
+    job.timer = undefined;
+    if (job.state !== 'queued' && job.state !== 'gathering') return;
+    const message = `request timed out after ${timeoutMs} ms in the queue`;
+    const error = new KilnError(KilnErrorCode.Timeout, message, { details: { timeoutMs } });
+    job.reject(error);
+    this.events.emitJob('expired', job, error);
+  }
+
+  /** A job settled (cancelled, expired, failed or answered): drop it from wherever it waits. */
+  private onSettled(job: QueuedJob<I, O>): void {
+    this.clearDeadline(job);
+    if (job.state === 'queued') {
+      this.queued.remove(job);
+      this.pending--;
+    } else if (job.state === 'gathering') {
+      const consumer = job.holder as Consumer<I, O>;
+      job.holder = undefined;
+      consumer.jobs.splice(consumer.jobs.indexOf(job), 1);
+      this.pending--;
+      if (consumer.jobs.length === 0) {
+        // Its whole batch went away: it is a consumer without a job again.
+        this.stopGathering(consumer);
+        this.wait(consumer);
+      }
+    } else {
+      return;
+    }
+    this.checkDrained();
+  }
+
+  private clearDeadline(job: QueuedJob<I, O>): void {
+    if (job.timer === undefined) return;
+    this.queueClock.clearTimeout(job.timer);
+    job.timer = undefined;
+  }
+
+  private checkDrained(): void {
+    if (this.pending !== 0) return;
+    for (const resolve of this.drainWaiters.splice(0)) resolve();
+  }
+}
+
+function validTimeout(ms: number): boolean {
+  return typeof ms === 'number' && ms > 0;
+}
+
+function invalidInput(message: string): KilnError {
+  return new KilnError(KilnErrorCode.InvalidInput, message);
+}
