@@ -2,6 +2,9 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    include: ['**/*.test.ts'],
+    // Compiled copies of the tests live in dist/ after `tsc -b`.
+    exclude: ['**/node_modules/**', '**/dist/**'],
     testTimeout: 60_000,
     hookTimeout: 180_000,
     // Memory checks collect garbage first, so that they measure leaks rather than GC timing.

@@ -3,5 +3,10 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   // Timing tests compare ratios within one run; running files one after another keeps the
   // two cores to one file at a time.
-  test: { include: ['src/**/*.test.ts'], testTimeout: 60_000, hookTimeout: 60_000, fileParallelism: false },
+  test: {
+    include: ['src/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    fileParallelism: false,
+  },
 });
