@@ -1,0 +1,134 @@
+import { type ChildProcess, fork, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Tensor, encodeNpy, type ServingInput } from '@kiln/core';
+import { createWorkerPool } from '@kiln/worker-pool';
+
+const KILN_BIN = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));
+const NAIVE = fileURLToPath(new URL('./naive-server.ts', import.meta.url));
+
+export interface Workload {
+  readonly label: string;
+  readonly modelDir: string;
+  readonly modelName: string;
+  readonly inputName: string;
+  readonly dims: readonly number[];
+  readonly concurrency: number;
+  /** serving.properties pool settings, written into the model folder for the server too. */
+  readonly properties: Readonly<Record<string, string>>;
+}
+
+export function inputTensor(workload: Workload): Tensor<'float32'> {
+  const size = workload.dims.reduce((a, b) => a * b, 1);
+  return new Tensor('float32', Float32Array.from({ length: size }, (_, i) => ((i * 7919) % 255) / 255), workload.dims, workload.inputName);
+}
+
+export function npyBody(workload: Workload): Buffer {
+  return Buffer.from(encodeNpy(inputTensor(workload)));
+}
+
+/** The binary-data v2 request for the workload's input. */
+export function v2BinaryRequest(workload: Workload): { body: Buffer; headers: Record<string, string> } {
+  const tensor = inputTensor(workload);
+  const header = Buffer.from(
+    JSON.stringify({
+      inputs: [{ name: workload.inputName, shape: workload.dims, datatype: 'FP32', parameters: { binary_data_size: tensor.data.byteLength } }],
+      parameters: { binary_data_output: true },
+    }),
+  );
+  return {
+    body: Buffer.concat([header, Buffer.from(tensor.data.buffer)]),
+    headers: { 'inference-header-content-length': String(header.byteLength), 'content-type': 'application/octet-stream' },
+  };
+}
+
+export interface RunningServer {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+/** `kiln serve` in a child process, as a user would run it. */
+export async function startKiln(workload: Workload, port: number): Promise<RunningServer> {
+  const child = spawn(
+    process.execPath,
+    [KILN_BIN, 'serve', '-m', `${workload.modelName}=${workload.modelDir}`, '--inference-address', `http://127.0.0.1:${port}`, '--management-address', `http://127.0.0.1:${port + 1}`, '--metrics-address', `http://127.0.0.1:${port + 2}`],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' } },
+  );
+  await waitForOutput(child, /READY/, /FAILED|error:/);
+  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
+}
+
+/** The hand-written Koa + onnxruntime-node server. */
+export async function startNaive(workload: Workload, port: number): Promise<RunningServer> {
+  const child = fork(NAIVE, [`${workload.modelDir}/model.onnx`, String(port)], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, NAIVE_INPUT_DIMS: JSON.stringify(workload.dims) },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`naive server exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
+}
+
+/** The same model and pool settings in process: Kiln's predictor path without HTTP. */
+export async function startInProcess(workload: Workload) {
+  const pool = await createWorkerPool({
+    name: workload.modelName,
+    model: { url: workload.modelDir, engines: ['@kiln/engine-onnxruntime'] },
+    settings: poolSettingsOf(workload),
+  });
+  return {
+    async run(durationMs: number): Promise<{ throughput: number; requests: number }> {
+      const body = npyBody(workload);
+      let done = 0;
+      const started = performance.now();
+      const deadline = started + durationMs;
+      await Promise.all(
+        Array.from({ length: workload.concurrency }, async () => {
+          while (performance.now() < deadline) {
+            const input: ServingInput = { body: new Uint8Array(body) };
+            await pool.predict(input);
+            done++;
+          }
+        }),
+      );
+      return { throughput: done / ((performance.now() - started) / 1000), requests: done };
+    },
+    stop: () => pool.shutdown(),
+  };
+}
+
+/** The model folder's serving.properties, as the pool settings the server would derive. */
+function poolSettingsOf(workload: Workload) {
+  const props = workload.properties;
+  return {
+    ...(props.batch_size ? { batchSize: Number(props.batch_size) } : {}),
+    ...(props.max_batch_delay ? { maxBatchDelayMs: Number(props.max_batch_delay) } : {}),
+    ...(props.minWorkers ? { minWorkers: Number(props.minWorkers) } : {}),
+    ...(props.maxWorkers ? { maxWorkers: Number(props.maxWorkers) } : {}),
+  };
+}
+
+function waitForOutput(child: ChildProcess, ready: RegExp, failed: RegExp): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let output = '';
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (ready.test(output)) resolve();
+      else if (failed.test(output)) reject(new Error(output));
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`server exited with ${code}: ${output}`)));
+  });
+}
+
+function stopChild(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+  });
+}
