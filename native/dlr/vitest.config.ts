@@ -1,5 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
-  test: { testTimeout: 60_000, hookTimeout: 120_000 },
+  // One file at a time: the first builds the conformance libdlr (cached by source hash), the
+  // rest reuse it, and the parallel-contexts timing test is not squeezed by other files.
+  test: {
+    include: ['src/**/*.test.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    fileParallelism: false,
+  },
 });

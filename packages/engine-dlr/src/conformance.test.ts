@@ -1,0 +1,19 @@
+import { DTYPES } from '@kiln/core';
+import { dlrConformanceFixtures } from '@kiln/testing';
+import { describeEngineConformance } from '@kiln/testing/conformance';
+import { provider } from './dlr-provider.js';
+import { probeDlr } from './dlr-probe.js';
+import { useConformanceLibrary } from './test-support.js';
+
+// The shared suite, run against DLR's C API as the conformance library implements it (built
+// from native/dlr/test-lib and named by KILN_DLR_LIBRARY, which worker threads inherit).
+await useConformanceLibrary();
+
+await describeEngineConformance({
+  engineName: 'DLR',
+  provider,
+  fixtures: dlrConformanceFixtures,
+  dtypes: DTYPES.filter((d) => d !== 'string'),
+  providerModule: new URL('./index.ts', import.meta.url),
+  probe: probeDlr,
+});
