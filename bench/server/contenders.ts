@@ -19,7 +19,12 @@ export interface Workload {
 
 export function inputTensor(workload: Workload): Tensor<'float32'> {
   const size = workload.dims.reduce((a, b) => a * b, 1);
-  return new Tensor('float32', Float32Array.from({ length: size }, (_, i) => ((i * 7919) % 255) / 255), workload.dims, workload.inputName);
+  return new Tensor(
+    'float32',
+    Float32Array.from({ length: size }, (_, i) => ((i * 7919) % 255) / 255),
+    workload.dims,
+    workload.inputName,
+  );
 }
 
 export function npyBody(workload: Workload): Buffer {
@@ -27,17 +32,30 @@ export function npyBody(workload: Workload): Buffer {
 }
 
 /** The binary-data v2 request for the workload's input. */
-export function v2BinaryRequest(workload: Workload): { body: Buffer; headers: Record<string, string> } {
+export function v2BinaryRequest(workload: Workload): {
+  body: Buffer;
+  headers: Record<string, string>;
+} {
   const tensor = inputTensor(workload);
   const header = Buffer.from(
     JSON.stringify({
-      inputs: [{ name: workload.inputName, shape: workload.dims, datatype: 'FP32', parameters: { binary_data_size: tensor.data.byteLength } }],
+      inputs: [
+        {
+          name: workload.inputName,
+          shape: workload.dims,
+          datatype: 'FP32',
+          parameters: { binary_data_size: tensor.data.byteLength },
+        },
+      ],
       parameters: { binary_data_output: true },
     }),
   );
   return {
     body: Buffer.concat([header, Buffer.from(tensor.data.buffer)]),
-    headers: { 'inference-header-content-length': String(header.byteLength), 'content-type': 'application/octet-stream' },
+    headers: {
+      'inference-header-content-length': String(header.byteLength),
+      'content-type': 'application/octet-stream',
+    },
   };
 }
 
@@ -50,7 +68,18 @@ export interface RunningServer {
 export async function startKiln(workload: Workload, port: number): Promise<RunningServer> {
   const child = spawn(
     process.execPath,
-    [KILN_BIN, 'serve', '-m', `${workload.modelName}=${workload.modelDir}`, '--inference-address', `http://127.0.0.1:${port}`, '--management-address', `http://127.0.0.1:${port + 1}`, '--metrics-address', `http://127.0.0.1:${port + 2}`],
+    [
+      KILN_BIN,
+      'serve',
+      '-m',
+      `${workload.modelName}=${workload.modelDir}`,
+      '--inference-address',
+      `http://127.0.0.1:${port}`,
+      '--management-address',
+      `http://127.0.0.1:${port + 1}`,
+      '--metrics-address',
+      `http://127.0.0.1:${port + 2}`,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' } },
   );
   await waitForOutput(child, /READY/, /FAILED|error:/);

@@ -34,7 +34,14 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
     new Promise<void>((resolve) => {
       const t0 = performance.now();
       const request = http.request(
-        { agent, host: url.hostname, port: url.port, path: url.pathname + url.search, method: 'POST', headers: { 'content-length': options.body.byteLength, ...options.headers } },
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname + url.search,
+          method: 'POST',
+          headers: { 'content-length': options.body.byteLength, ...options.headers },
+        },
         (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (c: Buffer) => chunks.push(c));
@@ -68,12 +75,24 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   const seconds = (performance.now() - started) / 1000;
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
-  return { requests: latencies.length, errors, seconds, throughput: (latencies.length - errors) / seconds, p50: at(0.5), p99: at(0.99), statuses };
+  const at = (q: number) =>
+    latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+  return {
+    requests: latencies.length,
+    errors,
+    seconds,
+    throughput: (latencies.length - errors) / seconds,
+    p50: at(0.5),
+    p99: at(0.99),
+    statuses,
+  };
 }
 
 /** Pings `url` every `intervalMs` until stopped; returns latency percentiles in ms. */
-export function pingWhile(url: string, intervalMs = 20): { stop(): Promise<{ p50: number; p99: number; count: number }> } {
+export function pingWhile(
+  url: string,
+  intervalMs = 20,
+): { stop(): Promise<{ p50: number; p99: number; count: number }> } {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const latencies: number[] = [];
   let running = true;
@@ -98,7 +117,8 @@ export function pingWhile(url: string, intervalMs = 20): { stop(): Promise<{ p50
       await loop;
       agent.destroy();
       latencies.sort((a, b) => a - b);
-      const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
+      const at = (q: number) =>
+        latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? NaN;
       return { p50: at(0.5), p99: at(0.99), count: latencies.length };
     },
   };

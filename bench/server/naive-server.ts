@@ -17,7 +17,9 @@ app.use(async (ctx) => {
   const chunks: Buffer[] = [];
   for await (const chunk of ctx.req) chunks.push(chunk as Buffer);
   const body = Buffer.concat(chunks);
-  const data = new Float32Array(body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength));
+  const data = new Float32Array(
+    body.buffer.slice(body.byteOffset, body.byteOffset + body.byteLength),
+  );
   const results = await session.run({ [inputName]: new ort.Tensor('float32', data, dims) });
   const output = results[session.outputNames[0]!]!;
   ctx.body = { shape: output.dims, data: Array.from(output.data as Float32Array) };

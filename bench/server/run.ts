@@ -6,7 +6,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { resnetModel, tinyModel } from '@kiln/model-tools';
-import { type RunningServer, type Workload, npyBody, startInProcess, startKiln, startNaive, v2BinaryRequest } from './contenders.js';
+import {
+  type RunningServer,
+  type Workload,
+  npyBody,
+  startInProcess,
+  startKiln,
+  startNaive,
+  v2BinaryRequest,
+} from './contenders.js';
 import { type LoadResult, pingWhile, runLoad } from './load-generator.js';
 
 const args = process.argv.slice(2);
@@ -24,9 +32,25 @@ async function prepare(): Promise<Workload[]> {
   const tinyDir = await tinyModel(path.join(root, 'tiny'));
   const workloads: Workload[] = [
     // ResNet: two workers, one intra-op thread each (the pool's budget on 2 cores), no batching.
-    { label: 'resnet18', modelDir: resnetDir, modelName: 'resnet', inputName: 'input', dims: [1, 3, 224, 224], concurrency: 8, properties: { minWorkers: '2', maxWorkers: '2', batch_size: '1' } },
+    {
+      label: 'resnet18',
+      modelDir: resnetDir,
+      modelName: 'resnet',
+      inputName: 'input',
+      dims: [1, 3, 224, 224],
+      concurrency: 8,
+      properties: { minWorkers: '2', maxWorkers: '2', batch_size: '1' },
+    },
     // Tiny: per-request overhead dominates; dynamic batching amortises it.
-    { label: 'tiny', modelDir: tinyDir, modelName: 'tiny', inputName: 'x', dims: [1, 4], concurrency: 64, properties: { minWorkers: '1', maxWorkers: '1', batch_size: '32', max_batch_delay: '2' } },
+    {
+      label: 'tiny',
+      modelDir: tinyDir,
+      modelName: 'tiny',
+      inputName: 'x',
+      dims: [1, 4],
+      concurrency: 64,
+      properties: { minWorkers: '1', maxWorkers: '1', batch_size: '32', max_batch_delay: '2' },
+    },
   ];
   for (const w of workloads) {
     const lines = Object.entries(w.properties).map(([k, v]) => `${k}=${v}`);
@@ -43,18 +67,43 @@ interface Sample {
   errors?: number;
 }
 
-async function httpRound(server: RunningServer, route: string, body: Buffer, headers: Record<string, string>, concurrency: number): Promise<Sample> {
+async function httpRound(
+  server: RunningServer,
+  route: string,
+  body: Buffer,
+  headers: Record<string, string>,
+  concurrency: number,
+): Promise<Sample> {
   const ping = pingWhile(`${server.url}/ping`);
-  const result: LoadResult = await runLoad({ url: `${server.url}${route}`, body, headers, concurrency, durationMs: seconds * 1000 });
+  const result: LoadResult = await runLoad({
+    url: `${server.url}${route}`,
+    body,
+    headers,
+    concurrency,
+    durationMs: seconds * 1000,
+  });
   const pings = await ping.stop();
-  return { throughput: result.throughput, p50: result.p50, p99: result.p99, pingP99: pings.p99, errors: result.errors };
+  return {
+    throughput: result.throughput,
+    p50: result.p50,
+    p99: result.p99,
+    pingP99: pings.p99,
+    errors: result.errors,
+  };
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const fmt = (n: number | undefined, digits = 1) => (n === undefined || Number.isNaN(n) ? '-' : n.toFixed(digits));
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const fmt = (n: number | undefined, digits = 1) =>
+  n === undefined || Number.isNaN(n) ? '-' : n.toFixed(digits);
 
 async function benchWorkload(w: Workload, portBase: number): Promise<Record<string, Sample[]>> {
-  const samples: Record<string, Sample[]> = { 'in-process': [], 'kiln /predictions': [], 'kiln /v2 binary': [], 'naive koa+ort': [] };
+  const samples: Record<string, Sample[]> = {
+    'in-process': [],
+    'kiln /predictions': [],
+    'kiln /v2 binary': [],
+    'naive koa+ort': [],
+  };
   const npy = npyBody(w);
   const v2 = v2BinaryRequest(w);
   const raw = Buffer.from((await import('./contenders.js')).inputTensor(w).data.buffer);
@@ -65,21 +114,51 @@ async function benchWorkload(w: Workload, portBase: number): Promise<Record<stri
     await inProcess.stop();
 
     const kiln = await startKiln(w, portBase);
-    await runLoad({ url: `${kiln.url}/predictions/${w.modelName}`, body: npy, concurrency: w.concurrency, durationMs: 1000 });
-    samples['kiln /predictions']!.push(await httpRound(kiln, `/predictions/${w.modelName}`, npy, { 'content-type': 'tensor/npy', accept: 'tensor/npy' }, w.concurrency));
-    samples['kiln /v2 binary']!.push(await httpRound(kiln, `/v2/models/${w.modelName}/infer`, v2.body, v2.headers, w.concurrency));
+    await runLoad({
+      url: `${kiln.url}/predictions/${w.modelName}`,
+      body: npy,
+      concurrency: w.concurrency,
+      durationMs: 1000,
+    });
+    samples['kiln /predictions']!.push(
+      await httpRound(
+        kiln,
+        `/predictions/${w.modelName}`,
+        npy,
+        { 'content-type': 'tensor/npy', accept: 'tensor/npy' },
+        w.concurrency,
+      ),
+    );
+    samples['kiln /v2 binary']!.push(
+      await httpRound(kiln, `/v2/models/${w.modelName}/infer`, v2.body, v2.headers, w.concurrency),
+    );
     await kiln.stop();
 
     const naive = await startNaive(w, portBase + 10);
-    await runLoad({ url: `${naive.url}/infer`, body: raw, concurrency: w.concurrency, durationMs: 1000 });
-    samples['naive koa+ort']!.push(await httpRound(naive, '/infer', raw, { 'content-type': 'application/octet-stream' }, w.concurrency));
+    await runLoad({
+      url: `${naive.url}/infer`,
+      body: raw,
+      concurrency: w.concurrency,
+      durationMs: 1000,
+    });
+    samples['naive koa+ort']!.push(
+      await httpRound(
+        naive,
+        '/infer',
+        raw,
+        { 'content-type': 'application/octet-stream' },
+        w.concurrency,
+      ),
+    );
     await naive.stop();
   }
   return samples;
 }
 
 const workloads = await prepare();
-console.log(`bench/server: ${os.cpus().length} cores, ${seconds}s per measurement, ${rounds} interleaved rounds (medians)`);
+console.log(
+  `bench/server: ${os.cpus().length} cores, ${seconds}s per measurement, ${rounds} interleaved rounds (medians)`,
+);
 let port = 18400;
 for (const w of workloads) {
   const samples = await benchWorkload(w, port);
@@ -99,11 +178,19 @@ for (const w of workloads) {
   console.log(`\n${w.label} (concurrency ${w.concurrency}, ${JSON.stringify(w.properties)})`);
   console.log('contender            req/s    p50 ms   p99 ms   /ping p99 ms  errors');
   for (const [name, s] of Object.entries(summary)) {
-    console.log(`${name.padEnd(20)} ${fmt(s.throughput).padStart(7)} ${fmt(s.p50).padStart(8)} ${fmt(s.p99).padStart(8)} ${fmt(s.pingP99, 2).padStart(13)} ${String(s.errors).padStart(7)}`);
+    console.log(
+      `${name.padEnd(20)} ${fmt(s.throughput).padStart(7)} ${fmt(s.p50).padStart(8)} ${fmt(s.p99).padStart(8)} ${fmt(s.pingP99, 2).padStart(13)} ${String(s.errors).padStart(7)}`,
+    );
   }
   const ratio = (a: string, b: string) => summary[a]!.throughput / summary[b]!.throughput;
-  console.log(`ratio /predictions ÷ in-process: ${ratio('kiln /predictions', 'in-process').toFixed(3)}`);
-  console.log(`ratio /v2 binary ÷ in-process:   ${ratio('kiln /v2 binary', 'in-process').toFixed(3)}`);
-  console.log(`ratio /predictions ÷ naive:      ${ratio('kiln /predictions', 'naive koa+ort').toFixed(3)}`);
+  console.log(
+    `ratio /predictions ÷ in-process: ${ratio('kiln /predictions', 'in-process').toFixed(3)}`,
+  );
+  console.log(
+    `ratio /v2 binary ÷ in-process:   ${ratio('kiln /v2 binary', 'in-process').toFixed(3)}`,
+  );
+  console.log(
+    `ratio /predictions ÷ naive:      ${ratio('kiln /predictions', 'naive koa+ort').toFixed(3)}`,
+  );
 }
 fs.rmSync(root, { recursive: true, force: true });

@@ -10,7 +10,11 @@ const RUN_MS = 400;
 
 beforeAll(async () => {
   root = tempDir('event-loop');
-  const slow = await buildSlowModel(path.join(root, 'slow'), RUN_MS, 'minWorkers=1\nmaxWorkers=1\nbatch_size=1\n');
+  const slow = await buildSlowModel(
+    path.join(root, 'slow'),
+    RUN_MS,
+    'minWorkers=1\nmaxWorkers=1\nbatch_size=1\n',
+  );
   t = await startTestServer({ models: [`slow=${slow}`] });
   await t.settled();
 });
@@ -22,9 +26,15 @@ afterAll(async () => {
 
 describe('inference never blocks the event loop', () => {
   it('answers /ping within milliseconds while a slow model runs', async () => {
-    const body = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }] });
+    const body = JSON.stringify({
+      inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }],
+    });
     const started = performance.now();
-    const inference = fetch(`${t.inference}/predictions/slow`, { method: 'POST', body, headers: { 'content-type': 'application/json' } }).then(() => performance.now() - started);
+    const inference = fetch(`${t.inference}/predictions/slow`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/json' },
+    }).then(() => performance.now() - started);
     await new Promise((resolve) => setTimeout(resolve, 30));
     const pings: number[] = [];
     let inferenceMs: number | undefined;

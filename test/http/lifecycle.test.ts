@@ -4,23 +4,40 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildModelStore, buildSlowModel, type ModelStore } from '../support/fixtures.js';
-import { type TestServer, jsonOf, sleep, startTestServer, tempDir } from '../support/server-harness.js';
+import {
+  type TestServer,
+  jsonOf,
+  sleep,
+  startTestServer,
+  tempDir,
+} from '../support/server-harness.js';
 
 let store: ModelStore;
 let slow: string;
 let root: string;
-const slowBody = JSON.stringify({ inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }] });
+const slowBody = JSON.stringify({
+  inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }],
+});
 
 beforeAll(async () => {
   root = tempDir('lifecycle');
   store = await buildModelStore(path.join(root, 'store'));
   // One worker, batch 1, a queue of two: a burst must overflow it.
-  slow = await buildSlowModel(path.join(root, 'slow'), 150, 'minWorkers=1\nmaxWorkers=1\njob_queue_size=2\nbatch_size=1\n');
+  slow = await buildSlowModel(
+    path.join(root, 'slow'),
+    150,
+    'minWorkers=1\nmaxWorkers=1\njob_queue_size=2\nbatch_size=1\n',
+  );
 });
 
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
-const predictSlow = (t: TestServer) => fetch(`${t.inference}/predictions/slow`, { method: 'POST', body: slowBody, headers: { 'content-type': 'application/json' } });
+const predictSlow = (t: TestServer) =>
+  fetch(`${t.inference}/predictions/slow`, {
+    method: 'POST',
+    body: slowBody,
+    headers: { 'content-type': 'application/json' },
+  });
 
 describe('model lifecycle', () => {
   it('reports a model that fails to load as FAILED while the others serve', async () => {
@@ -34,13 +51,22 @@ describe('model lifecycle', () => {
       expect(ping.status).toBe(500);
       expect(ping.body).toEqual({ iris: { status: 'Healthy' }, broken: { status: 'FAILED' } });
       expect((await fetch(`${t.inference}/v2/health/ready`)).status).toBe(503);
-      const iris = await fetch(`${t.inference}/predictions/iris`, { method: 'POST', body: '[5.1,3.5,1.4,0.2]', headers: { 'content-type': 'application/json' } });
+      const iris = await fetch(`${t.inference}/predictions/iris`, {
+        method: 'POST',
+        body: '[5.1,3.5,1.4,0.2]',
+        headers: { 'content-type': 'application/json' },
+      });
       expect(iris.status).toBe(200);
-      const failed = await jsonOf(await fetch(`${t.inference}/predictions/broken`, { method: 'POST', body: '[1]' }));
+      const failed = await jsonOf(
+        await fetch(`${t.inference}/predictions/broken`, { method: 'POST', body: '[1]' }),
+      );
       expect(failed.status).toBe(500);
       expect((failed.body as { message: string }).message).toMatch(/broken/);
       const described = await jsonOf(await fetch(`${t.management}/models/broken`));
-      expect((described.body as { status: string; error: string }[])[0]).toMatchObject({ status: 'FAILED', error: expect.any(String) });
+      expect((described.body as { status: string; error: string }[])[0]).toMatchObject({
+        status: 'FAILED',
+        error: expect.any(String),
+      });
     } finally {
       await t.stop();
     }
@@ -64,7 +90,10 @@ describe('model lifecycle', () => {
 
   it('answers overload with 503 and Retry-After (or 429 when configured), never losing accepted requests', async () => {
     for (const overload of ['503', '429']) {
-      const t = await startTestServer({ models: [`slow=${slow}`], config: { overload_status: overload, retry_after: '3' } });
+      const t = await startTestServer({
+        models: [`slow=${slow}`],
+        config: { overload_status: overload, retry_after: '3' },
+      });
       try {
         await t.settled();
         const replies = await Promise.all(Array.from({ length: 10 }, () => predictSlow(t)));
@@ -101,16 +130,37 @@ describe('model lifecycle', () => {
 describe('kiln serve under SIGTERM', () => {
   it('stops accepting, drains in-flight requests, then exits 0', async () => {
     const bin = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));
-    const child = spawn(process.execPath, [bin, 'serve', '-m', `slow=${slow}`, '--inference-address', 'http://127.0.0.1:0', '--management-address', 'http://127.0.0.1:0', '--metrics-address', 'http://127.0.0.1:0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [
+        bin,
+        'serve',
+        '-m',
+        `slow=${slow}`,
+        '--inference-address',
+        'http://127.0.0.1:0',
+        '--management-address',
+        'http://127.0.0.1:0',
+        '--metrics-address',
+        'http://127.0.0.1:0',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let output = '';
     child.stdout.on('data', (d) => (output += d.toString()));
     child.stderr.on('data', (d) => (output += d.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    const exited = new Promise<number | null>((resolve) =>
+      child.on('exit', (code) => resolve(code)),
+    );
     try {
       for (let i = 0; i < 600 && !/READY|FAILED/.test(output); i++) await sleep(50);
       expect(output).toMatch(/model slow .*READY/);
       const inference = /inference\s+(http:\/\/\S+)/.exec(output)![1]!;
-      const inFlight = fetch(`${inference}/predictions/slow`, { method: 'POST', body: slowBody, headers: { 'content-type': 'application/json' } });
+      const inFlight = fetch(`${inference}/predictions/slow`, {
+        method: 'POST',
+        body: slowBody,
+        headers: { 'content-type': 'application/json' },
+      });
       await sleep(40);
       child.kill('SIGTERM');
       expect((await inFlight).status).toBe(200);

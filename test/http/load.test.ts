@@ -11,7 +11,10 @@ let root: string;
 beforeAll(async () => {
   root = tempDir('load');
   const store = await buildModelStore(path.join(root, 'store'));
-  fs.appendFileSync(path.join(store.addMul, 'serving.properties'), 'job_queue_size=100000\n# Fixed workers: a worker started mid-run would be growth that is not a leak.\nminWorkers=2\nmaxWorkers=2\n');
+  fs.appendFileSync(
+    path.join(store.addMul, 'serving.properties'),
+    'job_queue_size=100000\n# Fixed workers: a worker started mid-run would be growth that is not a leak.\nminWorkers=2\nmaxWorkers=2\n',
+  );
   t = await startTestServer({ models: [`addmul=${store.addMul}`] });
   await t.settled();
 });
@@ -39,8 +42,16 @@ async function run(total: number, concurrency: number): Promise<Map<number, numb
       const i = next++;
       const a = new Float32Array([i, i + 1, i + 2]);
       const b = new Float32Array([2, 2, 2]);
-      const body = Buffer.from(encodeNpz(NDList.of(new Tensor('float32', a, [1, 3], 'a'), new Tensor('float32', b, [1, 3], 'b'))));
-      const response = await fetch(`${t.inference}/predictions/addmul`, { method: 'POST', body, headers: { accept: 'application/json' } });
+      const body = Buffer.from(
+        encodeNpz(
+          NDList.of(new Tensor('float32', a, [1, 3], 'a'), new Tensor('float32', b, [1, 3], 'b')),
+        ),
+      );
+      const response = await fetch(`${t.inference}/predictions/addmul`, {
+        method: 'POST',
+        body,
+        headers: { accept: 'application/json' },
+      });
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
       if (response.status === 200) {
         const [sum] = (await response.json()) as { data: number[] }[];
@@ -55,19 +66,27 @@ async function run(total: number, concurrency: number): Promise<Map<number, numb
 }
 
 describe('load', () => {
-  it('serves 3000 requests at concurrency 64 with no failure and flat memory', { timeout: 180_000 }, async () => {
-    const warmUp = await run(2000, 64);
-    expect([...warmUp.keys()]).toEqual([200]);
-    const rssAfterWarmUp = await settledRss();
-    const statuses = await run(3000, 64);
-    expect(Object.fromEntries(statuses)).toEqual({ 200: 3000 });
-    const rss = await settledRss();
-    expect(rss / rssAfterWarmUp).toBeLessThan(1.1);
-    const metrics = await (await fetch(`${t.metrics}/metrics`)).text();
-    const count = Number(/kiln_requests_total\{api="inference",route="\/predictions\/:model",model="addmul",status="200"\} (\d+)/.exec(metrics)?.[1]);
-    expect(count).toBe(5000);
-    // Batching happened: fewer executions than requests.
-    const batches = Number(/kiln_batch_size_count\{model="addmul"\} (\d+)/.exec(metrics)?.[1]);
-    expect(batches).toBeLessThan(5000);
-  });
+  it(
+    'serves 3000 requests at concurrency 64 with no failure and flat memory',
+    { timeout: 180_000 },
+    async () => {
+      const warmUp = await run(2000, 64);
+      expect([...warmUp.keys()]).toEqual([200]);
+      const rssAfterWarmUp = await settledRss();
+      const statuses = await run(3000, 64);
+      expect(Object.fromEntries(statuses)).toEqual({ 200: 3000 });
+      const rss = await settledRss();
+      expect(rss / rssAfterWarmUp).toBeLessThan(1.1);
+      const metrics = await (await fetch(`${t.metrics}/metrics`)).text();
+      const count = Number(
+        /kiln_requests_total\{api="inference",route="\/predictions\/:model",model="addmul",status="200"\} (\d+)/.exec(
+          metrics,
+        )?.[1],
+      );
+      expect(count).toBe(5000);
+      // Batching happened: fewer executions than requests.
+      const batches = Number(/kiln_batch_size_count\{model="addmul"\} (\d+)/.exec(metrics)?.[1]);
+      expect(batches).toBeLessThan(5000);
+    },
+  );
 });

@@ -4,7 +4,14 @@ import { zipSync } from 'fflate';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadServerConfig, startKilnServer } from '@kiln/server';
 import { buildModelStore, type ModelStore } from '../support/fixtures.js';
-import { type TestServer, expectCleanError, jsonOf, sleep, startTestServer, tempDir } from '../support/server-harness.js';
+import {
+  type TestServer,
+  expectCleanError,
+  jsonOf,
+  sleep,
+  startTestServer,
+  tempDir,
+} from '../support/server-harness.js';
 
 let store: ModelStore;
 let t: TestServer;
@@ -29,7 +36,11 @@ const register = (query: string) => manage('POST', `/models?${query}`);
 
 describe('register, describe, list, scale, unregister', () => {
   it('registers a model from the store synchronously and serves it', async () => {
-    const { status, body } = await jsonOf(await register(`url=${encodeURIComponent(store.addMul)}&model_name=am&batch_size=4&max_batch_delay=10&min_worker=1&max_worker=2`));
+    const { status, body } = await jsonOf(
+      await register(
+        `url=${encodeURIComponent(store.addMul)}&model_name=am&batch_size=4&max_batch_delay=10&min_worker=1&max_worker=2`,
+      ),
+    );
     expect(status).toBe(200);
     expect(body).toEqual({ status: 'Model "am" registered.' });
     const described = await jsonOf(await manage('GET', '/models/am'));
@@ -42,7 +53,16 @@ describe('register, describe, list, scale, unregister', () => {
       maxBatchDelay: 10,
       queueSize: 1000,
       requestInQueue: 0,
-      workerGroups: [{ device: 'cpu', minWorkers: 1, maxWorkers: 2, workers: [expect.objectContaining({ id: expect.any(Number), startTime: expect.any(String) })] }],
+      workerGroups: [
+        {
+          device: 'cpu',
+          minWorkers: 1,
+          maxWorkers: 2,
+          workers: [
+            expect.objectContaining({ id: expect.any(Number), startTime: expect.any(String) }),
+          ],
+        },
+      ],
     });
   });
 
@@ -50,31 +70,52 @@ describe('register, describe, list, scale, unregister', () => {
     const { status } = await jsonOf(await register(`url=iris&synchronous=false`));
     expect(status).toBe(202);
     const ping = await jsonOf(await fetch(`${t.inference}/ping`));
-    expect(['PENDING', 'Healthy']).toContain((ping.body as Record<string, { status: string }>).iris!.status);
+    expect(['PENDING', 'Healthy']).toContain(
+      (ping.body as Record<string, { status: string }>).iris!.status,
+    );
     await t.server.models.get('iris').loading;
-    expect((await jsonOf(await fetch(`${t.inference}/ping`))).body).toMatchObject({ iris: { status: 'Healthy' } });
-    const file = await jsonOf(await register(`url=${encodeURIComponent(`fp16::OnnxRuntime=file://${store.fp16}`)}`));
+    expect((await jsonOf(await fetch(`${t.inference}/ping`))).body).toMatchObject({
+      iris: { status: 'Healthy' },
+    });
+    const file = await jsonOf(
+      await register(`url=${encodeURIComponent(`fp16::OnnxRuntime=file://${store.fp16}`)}`),
+    );
     expect(file.status).toBe(200);
   });
 
   it('lists models with pagination', async () => {
     const first = await jsonOf(await manage('GET', '/models?limit=2'));
-    expect(first.body).toMatchObject({ models: [{ modelName: 'am' }, { modelName: 'fp16' }], nextPageToken: '2' });
+    expect(first.body).toMatchObject({
+      models: [{ modelName: 'am' }, { modelName: 'fp16' }],
+      nextPageToken: '2',
+    });
     const second = await jsonOf(await manage('GET', '/models?limit=2&next_page_token=2'));
     expect(second.body).toEqual({ models: [{ modelName: 'iris', modelUrl: store.iris }] });
   });
 
   it('scales workers up and down', async () => {
-    expect((await manage('PUT', '/models/am?min_worker=2&max_worker=2&synchronous=true')).status).toBe(200);
+    expect(
+      (await manage('PUT', '/models/am?min_worker=2&max_worker=2&synchronous=true')).status,
+    ).toBe(200);
     const described = await jsonOf(await manage('GET', '/models/am'));
-    expect((described.body as { workerGroups: { workers: unknown[] }[] }[])[0]!.workerGroups[0]!.workers).toHaveLength(2);
-    expect((await manage('PUT', '/models/am?min_worker=1&max_worker=1&synchronous=true')).status).toBe(200);
+    expect(
+      (described.body as { workerGroups: { workers: unknown[] }[] }[])[0]!.workerGroups[0]!.workers,
+    ).toHaveLength(2);
+    expect(
+      (await manage('PUT', '/models/am?min_worker=1&max_worker=1&synchronous=true')).status,
+    ).toBe(200);
     expect((await manage('PUT', '/models/am?min_worker=3&max_worker=1')).status).toBe(400);
   });
 
   it('keeps versions, switches the default, and unregisters one version', async () => {
-    expect((await register(`url=${encodeURIComponent(store.addMul)}&model_name=am&model_version=2`)).status).toBe(200);
-    expect((await register(`url=${encodeURIComponent(store.addMul)}&model_name=am&model_version=2`)).status).toBe(400);
+    expect(
+      (await register(`url=${encodeURIComponent(store.addMul)}&model_name=am&model_version=2`))
+        .status,
+    ).toBe(200);
+    expect(
+      (await register(`url=${encodeURIComponent(store.addMul)}&model_name=am&model_version=2`))
+        .status,
+    ).toBe(400);
     expect((await manage('PUT', '/models/am/2/set-default')).status).toBe(200);
     expect(t.server.models.get('am').version).toBe('2');
     const both = await jsonOf(await manage('GET', '/models/am'));
@@ -84,12 +125,16 @@ describe('register, describe, list, scale, unregister', () => {
     expect((await manage('DELETE', '/models/am')).status).toBe(200);
     const gone = await jsonOf(await manage('GET', '/models/am'));
     expect(gone.status).toBe(404);
-    expect((await fetch(`${t.inference}/predictions/am`, { method: 'POST', body: 'x' })).status).toBe(404);
+    expect(
+      (await fetch(`${t.inference}/predictions/am`, { method: 'POST', body: 'x' })).status,
+    ).toBe(404);
   });
 
   it('serves the management OpenAPI description', async () => {
     const { body } = await jsonOf(await manage('GET', '/openapi.json'));
-    expect(Object.keys((body as { paths: object }).paths)).toEqual(expect.arrayContaining(['/models', '/models/{model}', '/models/{model}/{version}']));
+    expect(Object.keys((body as { paths: object }).paths)).toEqual(
+      expect.arrayContaining(['/models', '/models/{model}', '/models/{model}/{version}']),
+    );
   });
 });
 
@@ -111,7 +156,10 @@ describe('secure defaults (ShellTorch)', () => {
   });
 
   it('refuses a hostile archive in the store and keeps serving', async () => {
-    const evil = zipSync({ '../../evil.txt': new TextEncoder().encode('owned'), 'model.onnx': new Uint8Array(4) });
+    const evil = zipSync({
+      '../../evil.txt': new TextEncoder().encode('owned'),
+      'model.onnx': new Uint8Array(4),
+    });
     fs.writeFileSync(path.join(store.dir, 'evil.zip'), evil);
     const response = await jsonOf(await register('url=evil.zip'));
     expect(response.status).toBe(400);
@@ -121,7 +169,12 @@ describe('secure defaults (ShellTorch)', () => {
   });
 
   it('refuses bad query values with 400', async () => {
-    for (const query of ['', 'url=iris&batch_size=0', 'url=iris&min_worker=-1', 'url=iris&synchronous=maybe']) {
+    for (const query of [
+      '',
+      'url=iris&batch_size=0',
+      'url=iris&min_worker=-1',
+      'url=iris&synchronous=maybe',
+    ]) {
       const { status, body } = await jsonOf(await register(query));
       expect(status).toBe(400);
       expectCleanError(body);
@@ -131,26 +184,45 @@ describe('secure defaults (ShellTorch)', () => {
   it('will not expose management beyond loopback without a token', async () => {
     const config = loadServerConfig({
       env: {},
-      overrides: { inference_address: 'http://127.0.0.1:0', management_address: 'http://0.0.0.0:0', metrics_address: 'http://127.0.0.1:0' },
+      overrides: {
+        inference_address: 'http://127.0.0.1:0',
+        management_address: 'http://0.0.0.0:0',
+        metrics_address: 'http://127.0.0.1:0',
+      },
     });
     await expect(startKilnServer({ config })).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   });
 
   it('requires the bearer token when one is configured', async () => {
-    const guarded = await startTestServer({ config: { management_token: 's3cret', model_store: store.dir } });
+    const guarded = await startTestServer({
+      config: { management_token: 's3cret', model_store: store.dir },
+    });
     try {
       const denied = await jsonOf(await fetch(`${guarded.management}/models`));
       expect(denied.status).toBe(401);
       expect(denied.headers.get('www-authenticate')).toBe('Bearer');
-      expect((await fetch(`${guarded.management}/models`, { headers: { authorization: 'Bearer wrong' } })).status).toBe(401);
-      expect((await fetch(`${guarded.management}/models`, { headers: { authorization: 'Bearer s3cret' } })).status).toBe(200);
+      expect(
+        (
+          await fetch(`${guarded.management}/models`, {
+            headers: { authorization: 'Bearer wrong' },
+          })
+        ).status,
+      ).toBe(401);
+      expect(
+        (
+          await fetch(`${guarded.management}/models`, {
+            headers: { authorization: 'Bearer s3cret' },
+          })
+        ).status,
+      ).toBe(200);
     } finally {
       await guarded.stop();
     }
   });
 
   it('binds every listener to loopback by default', async () => {
-    for (const url of [t.inference, t.management, t.metrics]) expect(new URL(url).hostname).toBe('127.0.0.1');
+    for (const url of [t.inference, t.management, t.metrics])
+      expect(new URL(url).hostname).toBe('127.0.0.1');
     await sleep(0);
   });
 });

@@ -22,17 +22,31 @@ afterAll(async () => {
 describe('GET /metrics', () => {
   it('exposes request counts, the latency split, batch sizes, queue depth, workers, load time and memory', async () => {
     for (let i = 0; i < 5; i++) {
-      await fetch(`${t.inference}/predictions/iris`, { method: 'POST', body: '[5.1,3.5,1.4,0.2]', headers: { 'content-type': 'application/json' } });
+      await fetch(`${t.inference}/predictions/iris`, {
+        method: 'POST',
+        body: '[5.1,3.5,1.4,0.2]',
+        headers: { 'content-type': 'application/json' },
+      });
     }
-    await fetch(`${t.inference}/predictions/iris`, { method: 'POST', body: 'nope', headers: { 'content-type': 'application/json' } });
+    await fetch(`${t.inference}/predictions/iris`, {
+      method: 'POST',
+      body: 'nope',
+      headers: { 'content-type': 'application/json' },
+    });
     const response = await fetch(`${t.metrics}/metrics`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('text/plain');
     const text = await response.text();
-    expect(text).toContain('kiln_requests_total{api="inference",route="/predictions/:model",model="iris",status="200"} 5');
-    expect(text).toContain('kiln_requests_total{api="inference",route="/predictions/:model",model="iris",status="400"} 1');
+    expect(text).toContain(
+      'kiln_requests_total{api="inference",route="/predictions/:model",model="iris",status="200"} 5',
+    );
+    expect(text).toContain(
+      'kiln_requests_total{api="inference",route="/predictions/:model",model="iris",status="400"} 1',
+    );
     for (const stage of ['queue', 'preprocess', 'inference', 'postprocess']) {
-      expect(Number(new RegExp(`kiln_${stage}_seconds_count\\{model="iris"\\} (\\d+)`).exec(text)?.[1])).toBeGreaterThanOrEqual(5);
+      expect(
+        Number(new RegExp(`kiln_${stage}_seconds_count\\{model="iris"\\} (\\d+)`).exec(text)?.[1]),
+      ).toBeGreaterThanOrEqual(5);
     }
     expect(text).toMatch(/kiln_batch_size_bucket\{le="1",model="iris"\} \d+/);
     expect(text).toMatch(/kiln_queue_depth\{model="iris"\} 0/);

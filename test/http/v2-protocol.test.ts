@@ -3,7 +3,13 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromFloat16Bits, toFloat16Bits } from '@kiln/core';
 import { buildModelStore, type ModelStore } from '../support/fixtures.js';
-import { type TestServer, expectCleanError, jsonOf, startTestServer, tempDir } from '../support/server-harness.js';
+import {
+  type TestServer,
+  expectCleanError,
+  jsonOf,
+  startTestServer,
+  tempDir,
+} from '../support/server-harness.js';
 
 let store: ModelStore;
 let t: TestServer;
@@ -13,7 +19,13 @@ beforeAll(async () => {
   root = tempDir('v2');
   store = await buildModelStore(path.join(root, 'store'));
   t = await startTestServer({
-    models: [`addmul=${store.addMul}`, `addmul:2=${store.addMul}`, `fp16=${store.fp16}`, `strings=${store.strings}`, `iris=${store.iris}`],
+    models: [
+      `addmul=${store.addMul}`,
+      `addmul:2=${store.addMul}`,
+      `fp16=${store.fp16}`,
+      `strings=${store.strings}`,
+      `iris=${store.iris}`,
+    ],
   });
   await t.settled();
 });
@@ -24,11 +36,23 @@ afterAll(async () => {
 });
 
 const infer = (route: string, body: unknown, headers: Record<string, string> = {}) =>
-  fetch(`${t.inference}/v2/models/${route}/infer`, { method: 'POST', body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body), headers });
+  fetch(`${t.inference}/v2/models/${route}/infer`, {
+    method: 'POST',
+    body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body),
+    headers,
+  });
 const addMulRequest = {
   id: 'req-42',
   inputs: [
-    { name: 'a', shape: [2, 3], datatype: 'FP32', data: [[1, 2, 3], [4, 5, 6]] },
+    {
+      name: 'a',
+      shape: [2, 3],
+      datatype: 'FP32',
+      data: [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+    },
     { name: 'b', shape: [2, 3], datatype: 'FP32', data: [0.5, 0.5, 0.5, 2, 2, 2] },
   ],
 };
@@ -37,7 +61,10 @@ describe('server and health', () => {
   it('GET /v2 gives name, version and extensions', async () => {
     const { status, body } = await jsonOf(await fetch(`${t.inference}/v2`));
     expect(status).toBe(200);
-    expect(body).toMatchObject({ name: 'kiln', extensions: expect.arrayContaining(['binary_tensor_data']) });
+    expect(body).toMatchObject({
+      name: 'kiln',
+      extensions: expect.arrayContaining(['binary_tensor_data']),
+    });
   });
 
   it('live and ready answer 200 when every model serves', async () => {
@@ -70,7 +97,11 @@ describe('model metadata', () => {
   });
 
   it('answers 404 with {"error"} for unknown models and versions', async () => {
-    for (const route of ['/v2/models/nope', '/v2/models/addmul/versions/7', '/v2/models/nope/ready']) {
+    for (const route of [
+      '/v2/models/nope',
+      '/v2/models/addmul/versions/7',
+      '/v2/models/nope/ready',
+    ]) {
       const { status, body } = await jsonOf(await fetch(`${t.inference}${route}`));
       expect(status).toBe(404);
       expect(body).toEqual({ error: expect.any(String) });
@@ -93,13 +124,21 @@ describe('POST /v2/models/{model}/infer', () => {
   });
 
   it('honours requested outputs and their order', async () => {
-    const { body } = await jsonOf(await infer('addmul/versions/2', { ...addMulRequest, outputs: [{ name: 'product' }] }));
-    expect((body as { outputs: { name: string }[]; model_version: string }).outputs.map((o) => o.name)).toEqual(['product']);
+    const { body } = await jsonOf(
+      await infer('addmul/versions/2', { ...addMulRequest, outputs: [{ name: 'product' }] }),
+    );
+    expect(
+      (body as { outputs: { name: string }[]; model_version: string }).outputs.map((o) => o.name),
+    ).toEqual(['product']);
     expect((body as { model_version: string }).model_version).toBe('2');
   });
 
   it('serves a model whose own translator answers JSON (the raw tensor path)', async () => {
-    const { status, body } = await jsonOf(await infer('iris', { inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32', data: [5.1, 3.5, 1.4, 0.2] }] }));
+    const { status, body } = await jsonOf(
+      await infer('iris', {
+        inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32', data: [5.1, 3.5, 1.4, 0.2] }],
+      }),
+    );
     expect(status).toBe(200);
     const probabilities = (body as { outputs: { data: number[] }[] }).outputs[0]!.data;
     expect(probabilities).toHaveLength(3);
@@ -112,56 +151,133 @@ describe('POST /v2/models/{model}/infer', () => {
     const header = Buffer.from(
       JSON.stringify({
         inputs: [
-          { name: 'a', shape: [2, 3], datatype: 'FP32', parameters: { binary_data_size: a.byteLength } },
-          { name: 'b', shape: [2, 3], datatype: 'FP32', parameters: { binary_data_size: b.byteLength } },
+          {
+            name: 'a',
+            shape: [2, 3],
+            datatype: 'FP32',
+            parameters: { binary_data_size: a.byteLength },
+          },
+          {
+            name: 'b',
+            shape: [2, 3],
+            datatype: 'FP32',
+            parameters: { binary_data_size: b.byteLength },
+          },
         ],
         outputs: [{ name: 'sum', parameters: { binary_data: true } }, { name: 'product' }],
       }),
     );
     const body = Buffer.concat([header, Buffer.from(a.buffer), Buffer.from(b.buffer)]);
-    const response = await infer('addmul', body, { 'inference-header-content-length': String(header.byteLength), 'content-type': 'application/octet-stream' });
+    const response = await infer('addmul', body, {
+      'inference-header-content-length': String(header.byteLength),
+      'content-type': 'application/octet-stream',
+    });
     expect(response.status).toBe(200);
     const jsonLength = Number(response.headers.get('inference-header-content-length'));
     const bytes = Buffer.from(await response.arrayBuffer());
-    const reply = JSON.parse(bytes.subarray(0, jsonLength).toString()) as { outputs: { name: string; data?: number[]; parameters?: { binary_data_size: number } }[] };
+    const reply = JSON.parse(bytes.subarray(0, jsonLength).toString()) as {
+      outputs: { name: string; data?: number[]; parameters?: { binary_data_size: number } }[];
+    };
     expect(reply.outputs[0]).toMatchObject({ name: 'sum', parameters: { binary_data_size: 24 } });
-    const sum = new Float32Array(bytes.buffer.slice(bytes.byteOffset + jsonLength, bytes.byteOffset + jsonLength + 24));
+    const sum = new Float32Array(
+      bytes.buffer.slice(bytes.byteOffset + jsonLength, bytes.byteOffset + jsonLength + 24),
+    );
     expect(Array.from(sum)).toEqual([3, 4, 5, 7, 8, 9]);
     expect(reply.outputs[1]).toMatchObject({ name: 'product', data: [2, 4, 6, 12, 15, 18] });
   });
 
   it('round-trips FP16 (as numbers in JSON, and as raw halves in binary) and BYTES', async () => {
     const halves = [0.5, -2, 1024, 0.0999755859375];
-    const json = await jsonOf(await infer('fp16', { inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP16', data: halves }] }));
+    const json = await jsonOf(
+      await infer('fp16', {
+        inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP16', data: halves }],
+      }),
+    );
     expect(json.status).toBe(200);
-    expect((json.body as { outputs: { datatype: string; data: number[] }[] }).outputs[0]).toMatchObject({ datatype: 'FP16', data: halves });
+    expect(
+      (json.body as { outputs: { datatype: string; data: number[] }[] }).outputs[0],
+    ).toMatchObject({ datatype: 'FP16', data: halves });
 
     const bits = new Uint16Array(halves.map((v) => toFloat16Bits(v)));
-    const header = Buffer.from(JSON.stringify({ inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP16', parameters: { binary_data_size: 8 } }], parameters: { binary_data_output: true } }));
-    const response = await infer('fp16', Buffer.concat([header, Buffer.from(bits.buffer)]), { 'inference-header-content-length': String(header.byteLength) });
+    const header = Buffer.from(
+      JSON.stringify({
+        inputs: [
+          { name: 'x', shape: [1, 4], datatype: 'FP16', parameters: { binary_data_size: 8 } },
+        ],
+        parameters: { binary_data_output: true },
+      }),
+    );
+    const response = await infer('fp16', Buffer.concat([header, Buffer.from(bits.buffer)]), {
+      'inference-header-content-length': String(header.byteLength),
+    });
     const bytes = Buffer.from(await response.arrayBuffer());
     const jsonLength = Number(response.headers.get('inference-header-content-length'));
-    const out = new Uint16Array(bytes.buffer.slice(bytes.byteOffset + jsonLength, bytes.byteOffset + jsonLength + 8));
+    const out = new Uint16Array(
+      bytes.buffer.slice(bytes.byteOffset + jsonLength, bytes.byteOffset + jsonLength + 8),
+    );
     expect(Array.from(out, (b) => fromFloat16Bits(b))).toEqual(halves);
 
     const words = ['kiln', 'zürich', '', '✓ ok'];
-    const strings = await jsonOf(await infer('strings', { inputs: [{ name: 'x', shape: [1, 4], datatype: 'BYTES', data: words }] }));
+    const strings = await jsonOf(
+      await infer('strings', {
+        inputs: [{ name: 'x', shape: [1, 4], datatype: 'BYTES', data: words }],
+      }),
+    );
     expect(strings.status).toBe(200);
-    expect((strings.body as { outputs: { datatype: string; data: string[] }[] }).outputs[0]).toMatchObject({ datatype: 'BYTES', data: words });
+    expect(
+      (strings.body as { outputs: { datatype: string; data: string[] }[] }).outputs[0],
+    ).toMatchObject({ datatype: 'BYTES', data: words });
   });
 
   it.each([
     ['malformed JSON', '{"inputs": [', {}],
     ['no inputs array', '{"id": "x"}', {}],
-    ['wrong datatype', { inputs: [{ name: 'a', shape: [1, 3], datatype: 'INT32', data: [1, 2, 3] }, { name: 'b', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] }] }, {}],
-    ['wrong shape', { inputs: [{ name: 'a', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }, { name: 'b', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }] }, {}],
-    ['data not matching shape', { inputs: [{ name: 'a', shape: [2, 3], datatype: 'FP32', data: [1, 2, 3] }] }, {}],
-    ['unknown input name', { inputs: [{ name: 'z', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] }, { name: 'b', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] }] }, {}],
+    [
+      'wrong datatype',
+      {
+        inputs: [
+          { name: 'a', shape: [1, 3], datatype: 'INT32', data: [1, 2, 3] },
+          { name: 'b', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] },
+        ],
+      },
+      {},
+    ],
+    [
+      'wrong shape',
+      {
+        inputs: [
+          { name: 'a', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] },
+          { name: 'b', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] },
+        ],
+      },
+      {},
+    ],
+    [
+      'data not matching shape',
+      { inputs: [{ name: 'a', shape: [2, 3], datatype: 'FP32', data: [1, 2, 3] }] },
+      {},
+    ],
+    [
+      'unknown input name',
+      {
+        inputs: [
+          { name: 'z', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] },
+          { name: 'b', shape: [1, 3], datatype: 'FP32', data: [1, 2, 3] },
+        ],
+      },
+      {},
+    ],
     ['unknown requested output', { ...addMulRequest, outputs: [{ name: 'nope' }] }, {}],
     ['header length past the body', '{"inputs":[]}', { 'inference-header-content-length': '999' }],
-    ['binary size past the body', '{"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","parameters":{"binary_data_size":24}}]}', { 'inference-header-content-length': '93' }],
+    [
+      'binary size past the body',
+      '{"inputs":[{"name":"a","shape":[2,3],"datatype":"FP32","parameters":{"binary_data_size":24}}]}',
+      { 'inference-header-content-length': '93' },
+    ],
   ])('answers 400 {"error"} for %s and keeps serving', async (_label, body, headers) => {
-    const bad = await jsonOf(await infer('addmul', body as string, headers as Record<string, string>));
+    const bad = await jsonOf(
+      await infer('addmul', body as string, headers as Record<string, string>),
+    );
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: expect.any(String) });
     expectCleanError(bad.body);

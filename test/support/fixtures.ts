@@ -1,6 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { addMulModel, buildIrisDemo, identityModel, resnetModel, slowModel } from '@kiln/model-tools';
+import {
+  addMulModel,
+  buildIrisDemo,
+  identityModel,
+  resnetModel,
+  slowModel,
+} from '@kiln/model-tools';
 
 /** A model store with the models the HTTP tests serve, built once per test file. */
 export interface ModelStore {
@@ -22,10 +28,16 @@ export async function buildModelStore(dir: string): Promise<ModelStore> {
 }
 
 /** An image classifier (ResNet-18 topology, random weights) served by the image translator. */
-export async function buildImageModel(dir: string, classes = ['cat', 'dog', 'fish', 'bird', 'frog']): Promise<string> {
+export async function buildImageModel(
+  dir: string,
+  classes = ['cat', 'dog', 'fish', 'bird', 'frog'],
+): Promise<string> {
   await resnetModel(dir, { depth: 18, classes: classes.length });
   fs.writeFileSync(path.join(dir, 'synset.txt'), `${classes.join('\n')}\n`);
-  fs.appendFileSync(path.join(dir, 'serving.properties'), 'translatorFactory=image-classification\ntopK=3\n');
+  fs.appendFileSync(
+    path.join(dir, 'serving.properties'),
+    'translatorFactory=image-classification\ntopK=3\n',
+  );
   return dir;
 }
 

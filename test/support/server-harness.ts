@@ -15,7 +15,9 @@ export interface TestServer {
 }
 
 /** Starts a real server on ephemeral loopback ports. */
-export async function startTestServer(options: { models?: string[]; config?: Record<string, string> } = {}): Promise<TestServer> {
+export async function startTestServer(
+  options: { models?: string[]; config?: Record<string, string> } = {},
+): Promise<TestServer> {
   const config = loadServerConfig({
     env: {},
     overrides: {
@@ -26,10 +28,15 @@ export async function startTestServer(options: { models?: string[]; config?: Rec
       ...options.config,
     },
   });
-  const server = await startKilnServer({ config, models: options.models ?? [], logger: pino({ level: 'silent' }) });
+  const server = await startKilnServer({
+    config,
+    models: options.models ?? [],
+    logger: pino({ level: 'silent' }),
+  });
   const settled = async () => {
     // Registration itself is asynchronous: wait until every startup model is registered.
-    for (let i = 0; i < 200 && server.models.list().length < (options.models?.length ?? 0); i++) await sleep(10);
+    for (let i = 0; i < 200 && server.models.list().length < (options.models?.length ?? 0); i++)
+      await sleep(10);
     await Promise.all(server.models.list().map((e) => e.loading));
   };
   return { server, ...server.urls, settled, stop: () => server.stop() };
@@ -44,7 +51,9 @@ export function sleep(ms: number): Promise<void> {
 }
 
 /** Status and parsed JSON body of a response (body undefined when not JSON). */
-export async function jsonOf(response: Response): Promise<{ status: number; body: unknown; headers: Headers }> {
+export async function jsonOf(
+  response: Response,
+): Promise<{ status: number; body: unknown; headers: Headers }> {
   const text = await response.text();
   let body: unknown;
   try {
@@ -58,6 +67,7 @@ export async function jsonOf(response: Response): Promise<{ status: number; body
 /** An error body must be JSON, name the problem and carry no stack trace. */
 export function expectCleanError(body: unknown): string {
   const text = JSON.stringify(body);
-  if (/\bat .+\(.+:\d+:\d+\)|node:internal|\.ts:\d+/.test(text)) throw new Error(`error body leaks a stack trace: ${text}`);
+  if (/\bat .+\(.+:\d+:\d+\)|node:internal|\.ts:\d+/.test(text))
+    throw new Error(`error body leaks a stack trace: ${text}`);
   return text;
 }

@@ -33,7 +33,8 @@ export async function runKiln(argv: readonly string[]): Promise<number> {
   }
 }
 
-const isMain = process.argv[1] !== undefined && /(?:kiln(?:\.mjs)?|main\.(?:ts|js))$/.test(process.argv[1]);
+const isMain =
+  process.argv[1] !== undefined && /(?:kiln(?:\.mjs)?|main\.(?:ts|js))$/.test(process.argv[1]);
 if (isMain) {
   const code = await runKiln(process.argv.slice(2));
   // serve keeps running through its listeners; other commands end here.

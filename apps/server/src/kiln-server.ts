@@ -54,7 +54,14 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   const engines = await loadEngineCatalog(options.engineModules ?? DEFAULT_ENGINE_MODULES);
   const metrics = new ServerMetrics();
   const models = new ModelManager(config, engines, metrics);
-  const server: ServerContext = { config, models, metrics, log, version: SERVER_VERSION, accepting: true };
+  const server: ServerContext = {
+    config,
+    models,
+    metrics,
+    log,
+    version: SERVER_VERSION,
+    accepting: true,
+  };
   const errorOptions = { overloadStatus: config.overloadStatus, retryAfterS: config.retryAfterS };
 
   const inference = new Koa();
@@ -64,7 +71,8 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   inference.use(errorMiddleware(errorOptions, log));
   const inferenceMeta = new Router();
   inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
-  for (const router of [inferenceMeta, inferenceRoutes(server), v2Routes(server)]) inference.use(router.routes()).use(router.allowedMethods());
+  for (const router of [inferenceMeta, inferenceRoutes(server), v2Routes(server)])
+    inference.use(router.routes()).use(router.allowedMethods());
 
   const management = new Koa();
   // Logging and metrics sit outside the error handler so that they see the final status.
@@ -74,13 +82,19 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   if (config.managementToken) management.use(requireToken(config.managementToken));
   const managementMeta = new Router();
   managementMeta.get('/openapi.json', (ctx) => (ctx.body = managementOpenApi(SERVER_VERSION)));
-  for (const router of [managementMeta, managementRoutes(server)]) management.use(router.routes()).use(router.allowedMethods());
+  for (const router of [managementMeta, managementRoutes(server)])
+    management.use(router.routes()).use(router.allowedMethods());
 
   const metricsApp = new Koa();
   metricsApp.use(errorMiddleware(errorOptions, log));
   const metricsRouter = new Router();
   metricsRouter.get('/metrics', async (ctx) => {
-    sampleGauges(metrics, models.list().flatMap((e) => (e.pool ? [[e.name, e.pool] as [string, NonNullable<typeof e.pool>]] : [])));
+    sampleGauges(
+      metrics,
+      models
+        .list()
+        .flatMap((e) => (e.pool ? [[e.name, e.pool] as [string, NonNullable<typeof e.pool>]] : [])),
+    );
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });
@@ -119,17 +133,31 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     await Promise.all(listeners.map((l) => new Promise((resolve) => l.close(resolve))));
     throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, 'cannot listen');
   }
-  log.info({ ...urls, engines: engines.modules, missingEngines: Object.keys(engines.missing) }, 'listening');
+  log.info(
+    { ...urls, engines: engines.modules, missingEngines: Object.keys(engines.missing) },
+    'listening',
+  );
 
   for (const url of [...startupModels(config), ...(options.models ?? [])]) {
     models.register({ url }).then(
       (entry) =>
         entry.loading.then(() =>
           entry.state === 'READY'
-            ? log.info({ model: entry.name, version: entry.version, ms: Math.round(entry.loadTimeMs ?? 0) }, 'model ready')
+            ? log.info(
+                {
+                  model: entry.name,
+                  version: entry.version,
+                  ms: Math.round(entry.loadTimeMs ?? 0),
+                },
+                'model ready',
+              )
             : log.error({ model: entry.name, error: entry.error }, 'model failed to load'),
         ),
-      (error: unknown) => log.error({ url, error: error instanceof Error ? error.message : String(error) }, 'model not registered'),
+      (error: unknown) =>
+        log.error(
+          { url, error: error instanceof Error ? error.message : String(error) },
+          'model not registered',
+        ),
     );
   }
 
@@ -169,11 +197,19 @@ function checkListenerSecurity(config: ServerConfig): void {
 /** `load_models`: URLs, or `ALL` for every model folder and archive in the store. */
 function startupModels(config: ServerConfig): string[] {
   if (config.loadModels.length === 1 && config.loadModels[0]!.toUpperCase() === 'ALL') {
-    if (!config.modelStore) throw new KilnError(KilnErrorCode.InvalidConfig, 'load_models=ALL needs a model_store');
+    if (!config.modelStore)
+      throw new KilnError(KilnErrorCode.InvalidConfig, 'load_models=ALL needs a model_store');
     return fs
       .readdirSync(config.modelStore, { withFileTypes: true })
-      .filter((d) => !d.name.startsWith('.') && (d.isDirectory() || /\.(zip|tar|tar\.gz|tgz)$/.test(d.name)))
+      .filter(
+        (d) =>
+          !d.name.startsWith('.') && (d.isDirectory() || /\.(zip|tar|tar\.gz|tgz)$/.test(d.name)),
+      )
       .map((d) => path.join(config.modelStore!, d.name));
   }
-  return config.loadModels.map((url) => (config.modelStore && !/^[a-z]+:\/\//.test(url) && !url.includes('=') && !path.isAbsolute(url) ? path.join(config.modelStore, url) : url));
+  return config.loadModels.map((url) =>
+    config.modelStore && !/^[a-z]+:\/\//.test(url) && !url.includes('=') && !path.isAbsolute(url)
+      ? path.join(config.modelStore, url)
+      : url,
+  );
 }

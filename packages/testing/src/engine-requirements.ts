@@ -3,7 +3,9 @@
  * their tests fail instead of skipping when the engine is missing. Elsewhere a missing engine
  * skips its tests with a printed reason.
  */
-export function requiredEngines(env: Readonly<Record<string, string | undefined>> = process.env): string[] {
+export function requiredEngines(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string[] {
   return (env.KILN_REQUIRE_ENGINES ?? '')
     .split(',')
     .map((s) => s.trim())
@@ -25,7 +27,10 @@ export interface EngineAvailability {
  * Decides whether an engine's tests run. `probe` returns null when the engine is usable, or
  * the reason it is not. A required engine that is missing throws, failing the test file.
  */
-export async function checkEngine(name: string, probe: () => Promise<string | null>): Promise<EngineAvailability> {
+export async function checkEngine(
+  name: string,
+  probe: () => Promise<string | null>,
+): Promise<EngineAvailability> {
   let reason: string | null;
   try {
     reason = await probe();
@@ -34,7 +39,9 @@ export async function checkEngine(name: string, probe: () => Promise<string | nu
   }
   if (reason === null) return { run: true, reason: undefined };
   if (isEngineRequired(name)) {
-    throw new Error(`engine ${name} is required by KILN_REQUIRE_ENGINES but unavailable: ${reason}`);
+    throw new Error(
+      `engine ${name} is required by KILN_REQUIRE_ENGINES but unavailable: ${reason}`,
+    );
   }
   console.warn(`[kiln] skipping ${name} tests: ${reason}`);
   return { run: false, reason };

@@ -37,10 +37,24 @@ export function registerPredict(program: Command, cli: CliContext): void {
     .command('predict')
     .description('run one inference in this process and print the answer')
     .requiredOption('-m, --model <url>', 'model URL, [name[:version[:engine[:device]]]]=url')
-    .requiredOption('-i, --input <file>', 'input file (npy, npz, safetensors, ndlist, JSON, JPEG, PNG) or - for stdin')
-    .option('-o, --output <file>', 'write output tensors to a file (.npz .npy .safetensors .ndlist .json)')
-    .option('--content-type <type>', 'input media type when detection is not enough (e.g. application/json)')
-    .option('--option <key=value>', 'serving.properties override, e.g. option.intraOpNumThreads=1 (repeatable)', collect, [])
+    .requiredOption(
+      '-i, --input <file>',
+      'input file (npy, npz, safetensors, ndlist, JSON, JPEG, PNG) or - for stdin',
+    )
+    .option(
+      '-o, --output <file>',
+      'write output tensors to a file (.npz .npy .safetensors .ndlist .json)',
+    )
+    .option(
+      '--content-type <type>',
+      'input media type when detection is not enough (e.g. application/json)',
+    )
+    .option(
+      '--option <key=value>',
+      'serving.properties override, e.g. option.intraOpNumThreads=1 (repeatable)',
+      collect,
+      [],
+    )
     .addHelpText(
       'after',
       `
@@ -59,7 +73,10 @@ Examples:
         const translator = await resolveTranslator(model);
         const predictor = await Predictor.create(model, translator);
         try {
-          const output = await predictor.predict({ body, ...(options.contentType ? { contentType: options.contentType } : {}) });
+          const output = await predictor.predict({
+            body,
+            ...(options.contentType ? { contentType: options.contentType } : {}),
+          });
           writeOutput(cli, output, options.output);
         } finally {
           await predictor.close();
@@ -74,7 +91,10 @@ function readInput(input: string): Uint8Array {
   try {
     return input === '-' ? fs.readFileSync(0) : fs.readFileSync(input);
   } catch (error) {
-    throw new KilnError(KilnErrorCode.InvalidInput, `cannot read input ${input}: ${(error as Error).message}`);
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `cannot read input ${input}: ${(error as Error).message}`,
+    );
   }
 }
 
@@ -89,7 +109,11 @@ function writeOutput(cli: CliContext, output: ServingOutput, file: string | unde
     return;
   }
   const format = OUTPUT_FORMATS[path.extname(file).toLowerCase()];
-  if (!format) throw new UsageError(`cannot tell the output format of ${file}`, `use one of ${Object.keys(OUTPUT_FORMATS).join(' ')}`);
+  if (!format)
+    throw new UsageError(
+      `cannot tell the output format of ${file}`,
+      `use one of ${Object.keys(OUTPUT_FORMATS).join(' ')}`,
+    );
   fs.writeFileSync(file, encodeTensors(output.tensors, format).body);
   if (!cli.json) cli.out(`wrote ${output.tensors.length} tensor(s) to ${file}`);
 }
@@ -98,7 +122,11 @@ export function parseOverrides(pairs: readonly string[]): Record<string, string>
   const overrides: Record<string, string> = {};
   for (const pair of pairs) {
     const eq = pair.indexOf('=');
-    if (eq <= 0) throw new UsageError(`--option ${pair} is not key=value`, 'e.g. --option option.intraOpNumThreads=1');
+    if (eq <= 0)
+      throw new UsageError(
+        `--option ${pair} is not key=value`,
+        'e.g. --option option.intraOpNumThreads=1',
+      );
     overrides[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
   return overrides;

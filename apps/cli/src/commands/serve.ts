@@ -2,7 +2,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { pino } from 'pino';
-import { loadServerConfig, startKilnServer } from '@kiln/server';
+import { type ModelManager, loadServerConfig, startKilnServer } from '@kiln/server';
 import { buildIrisDemo } from '@kiln/model-tools';
 import type { CliContext } from '../cli-context.js';
 
@@ -20,8 +20,16 @@ export function registerServe(program: Command, cli: CliContext): void {
   program
     .command('serve')
     .description('start the Kiln server (inference, management and metrics listeners)')
-    .option('-m, --model <url>', 'model URL to load, [name[:version[:engine[:device]]]]=url (repeatable)', collect, [])
-    .option('-s, --model-store <dir>', 'folder of models; management registrations are limited to it')
+    .option(
+      '-m, --model <url>',
+      'model URL to load, [name[:version[:engine[:device]]]]=url (repeatable)',
+      collect,
+      [],
+    )
+    .option(
+      '-s, --model-store <dir>',
+      'folder of models; management registrations are limited to it',
+    )
     .option('-f, --config-file <file>', 'config.properties file')
     .option('--demo', 'serve the bundled Iris demo model (built on first use)')
     .option('--inference-address <url>', 'e.g. http://127.0.0.1:8080')
@@ -67,19 +75,25 @@ Examples:
 }
 
 /** Prints each model's state once its loading settles. */
-function reportModels(cli: CliContext, models: import('@kiln/server').ModelManager): void {
+function reportModels(cli: CliContext, models: ModelManager): void {
   const seen = new Set<string>();
   const poll = setInterval(() => {
     for (const entry of models.list()) {
       const key = `${entry.name}:${entry.version}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      cli.out(`  model ${entry.name}${entry.version ? `:${entry.version}` : ''} ${cli.color.yellow('PENDING')} (${entry.url})`);
+      cli.out(
+        `  model ${entry.name}${entry.version ? `:${entry.version}` : ''} ${cli.color.yellow('PENDING')} (${entry.url})`,
+      );
       void entry.loading.then(() => {
         if (entry.state === 'READY') {
-          cli.out(`  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms`);
+          cli.out(
+            `  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms`,
+          );
         } else {
-          cli.out(`  model ${entry.name} ${cli.color.red('FAILED')}: ${entry.error ?? 'unknown error'}`);
+          cli.out(
+            `  model ${entry.name} ${cli.color.red('FAILED')}: ${entry.error ?? 'unknown error'}`,
+          );
         }
       });
     }
@@ -89,11 +103,17 @@ function reportModels(cli: CliContext, models: import('@kiln/server').ModelManag
 
 /** The Iris demo model, trained and written once per Kiln version into the user's cache. */
 async function ensureDemoModel(cli: CliContext): Promise<string> {
-  const dir = path.join(process.env.KILN_HOME ?? path.join(os.homedir(), '.cache', 'kiln'), 'demo', 'iris');
+  const dir = path.join(
+    process.env.KILN_HOME ?? path.join(os.homedir(), '.cache', 'kiln'),
+    'demo',
+    'iris',
+  );
   const { existsSync } = await import('node:fs');
   if (!existsSync(path.join(dir, 'model.onnx'))) {
     const demo = await buildIrisDemo(dir);
-    cli.out(`built the Iris demo model in ${dir} (holdout accuracy ${(demo.holdoutAccuracy * 100).toFixed(1)}%)`);
+    cli.out(
+      `built the Iris demo model in ${dir} (holdout accuracy ${(demo.holdoutAccuracy * 100).toFixed(1)}%)`,
+    );
   }
   return dir;
 }

@@ -89,7 +89,11 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
     try {
       fromFile = parse(fs.readFileSync(options.file, 'utf8')) as Record<string, string>;
     } catch (error) {
-      throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, `cannot read config file ${options.file}`);
+      throw KilnError.wrap(
+        error,
+        KilnErrorCode.InvalidConfig,
+        `cannot read config file ${options.file}`,
+      );
     }
     const unknown = Object.keys(fromFile).filter((k) => !(k in CONFIG_DEFAULTS));
     if (unknown.length > 0) {
@@ -111,7 +115,10 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
   const int = (key: string, min = 0): number => {
     const value = Number(raw[key]);
     if (!Number.isSafeInteger(value) || value < min) {
-      throw new KilnError(KilnErrorCode.InvalidConfig, `${key}=${raw[key]} must be an integer ≥ ${min}`);
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `${key}=${raw[key]} must be an integer ≥ ${min}`,
+      );
     }
     return value;
   };
@@ -122,10 +129,14 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       .filter(Boolean);
   const overload = int('overload_status');
   if (overload !== 503 && overload !== 429) {
-    throw new KilnError(KilnErrorCode.InvalidConfig, `overload_status must be 503 or 429, not ${overload}`);
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `overload_status must be 503 or 429, not ${overload}`,
+    );
   }
   const store = raw.model_store!.trim();
-  for (const key of ['inference_address', 'management_address', 'metrics_address']) parseAddress(raw[key]!, key);
+  for (const key of ['inference_address', 'management_address', 'metrics_address'])
+    parseAddress(raw[key]!, key);
   return {
     inferenceAddress: raw.inference_address!,
     managementAddress: raw.management_address!,
@@ -165,10 +176,16 @@ export function parseAddress(address: string, key = 'address'): ListenAddress {
   try {
     url = new URL(address);
   } catch {
-    throw new KilnError(KilnErrorCode.InvalidConfig, `${key}=${address} is not a URL like http://127.0.0.1:8080`);
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `${key}=${address} is not a URL like http://127.0.0.1:8080`,
+    );
   }
   if (url.protocol !== 'http:') {
-    throw new KilnError(KilnErrorCode.InvalidConfig, `${key}=${address}: only http:// is served (put TLS in front)`);
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `${key}=${address}: only http:// is served (put TLS in front)`,
+    );
   }
   const host = url.hostname.replace(/^\[|\]$/g, '');
   return { host, port: url.port === '' ? 80 : Number(url.port) };

@@ -14,11 +14,18 @@ export function errorMiddleware(options: ErrorMappingOptions, log: Logger): Midd
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) {
-        respond(ctx, 404, `no route for ${ctx.method} ${ctx.path}`, 'NotFound', ctx.state.errorStyle);
+        respond(
+          ctx,
+          404,
+          `no route for ${ctx.method} ${ctx.path}`,
+          'NotFound',
+          ctx.state.errorStyle,
+        );
       }
     } catch (error) {
       const mapped = toHttpError(error, options);
-      if (mapped.status >= 500 && mapped.code === 'INTERNAL') log.error({ err: error, path: ctx.path }, 'request failed');
+      if (mapped.status >= 500 && mapped.code === 'INTERNAL')
+        log.error({ err: error, path: ctx.path }, 'request failed');
       if (mapped.retryAfterS !== undefined) ctx.set('Retry-After', String(mapped.retryAfterS));
       respond(ctx, mapped.status, mapped.message, mapped.type, ctx.state.errorStyle);
       ctx.state.errorCode = mapped.code;
@@ -26,7 +33,13 @@ export function errorMiddleware(options: ErrorMappingOptions, log: Logger): Midd
   };
 }
 
-function respond(ctx: Parameters<Middleware>[0], status: number, message: string, type: string, style: ErrorStyle | undefined): void {
+function respond(
+  ctx: Parameters<Middleware>[0],
+  status: number,
+  message: string,
+  type: string,
+  style: ErrorStyle | undefined,
+): void {
   ctx.status = status;
   ctx.type = 'application/json';
   ctx.body = style === 'v2' ? { error: message } : { code: status, type, message };

@@ -48,11 +48,18 @@ export interface ErrorMappingOptions {
  */
 export function toHttpError(error: unknown, options: ErrorMappingOptions): HttpError {
   if (!(error instanceof KilnError)) {
-    return { status: 500, type: 'InternalServerError', message: 'internal server error', code: KilnErrorCode.Internal, retryAfterS: undefined };
+    return {
+      status: 500,
+      type: 'InternalServerError',
+      message: 'internal server error',
+      code: KilnErrorCode.Internal,
+      retryAfterS: undefined,
+    };
   }
   const overloaded = error.code === KilnErrorCode.QueueFull;
   const status = overloaded ? options.overloadStatus : STATUS[error.code];
-  const unavailable = overloaded || error.code === KilnErrorCode.ModelNotReady || error.code === KilnErrorCode.Closed;
+  const unavailable =
+    overloaded || error.code === KilnErrorCode.ModelNotReady || error.code === KilnErrorCode.Closed;
   return {
     status,
     type: typeName(error.code),

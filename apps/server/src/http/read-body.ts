@@ -19,7 +19,10 @@ export async function readBody(req: IncomingMessage, limits: BodyLimits): Promis
   if (declared !== undefined && Number(declared) > limits.maxBytes) {
     throw tooLarge(limits.maxBytes);
   }
-  const timer = setTimeout(() => req.destroy(new KilnError(KilnErrorCode.Timeout, 'request body took too long to arrive')), limits.timeoutMs);
+  const timer = setTimeout(
+    () => req.destroy(new KilnError(KilnErrorCode.Timeout, 'request body took too long to arrive')),
+    limits.timeoutMs,
+  );
   try {
     return await getRawBody(req, { limit: limits.maxBytes, length: declared });
   } catch (error) {
@@ -42,7 +45,16 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
   if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(limits.maxBytes);
   let parser: busboy.Busboy;
   try {
-    parser = busboy({ headers: req.headers, limits: { fileSize: limits.maxBytes, fields: 64, files: 64, parts: 128, fieldSize: limits.maxBytes } });
+    parser = busboy({
+      headers: req.headers,
+      limits: {
+        fileSize: limits.maxBytes,
+        fields: 64,
+        files: 64,
+        parts: 128,
+        fieldSize: limits.maxBytes,
+      },
+    });
   } catch (error) {
     throw KilnError.wrap(error, KilnErrorCode.InvalidInput, 'malformed multipart request');
   }
@@ -57,14 +69,22 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
       req.resume();
       reject(error);
     };
-    const timer = setTimeout(() => fail(new KilnError(KilnErrorCode.Timeout, 'request body took too long to arrive')), limits.timeoutMs);
+    const timer = setTimeout(
+      () => fail(new KilnError(KilnErrorCode.Timeout, 'request body took too long to arrive')),
+      limits.timeoutMs,
+    );
     const count = (n: number) => {
       total += n;
       if (total > limits.maxBytes) fail(tooLarge(limits.maxBytes));
     };
     parser.on('field', (name, value, info) => {
       count(Buffer.byteLength(value));
-      parts.push({ name, contentType: info.mimeType === 'text/plain' ? undefined : info.mimeType, filename: undefined, data: Buffer.from(value) });
+      parts.push({
+        name,
+        contentType: info.mimeType === 'text/plain' ? undefined : info.mimeType,
+        filename: undefined,
+        data: Buffer.from(value),
+      });
     });
     parser.on('file', (name, stream, info) => {
       const chunks: Buffer[] = [];
@@ -73,12 +93,27 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
         if (!failed) chunks.push(chunk);
       });
       stream.on('limit', () => fail(tooLarge(limits.maxBytes)));
-      stream.on('end', () => parts.push({ name, contentType: info.mimeType, filename: info.filename, data: Buffer.concat(chunks) }));
+      stream.on('end', () =>
+        parts.push({
+          name,
+          contentType: info.mimeType,
+          filename: info.filename,
+          data: Buffer.concat(chunks),
+        }),
+      );
     });
-    parser.on('partsLimit', () => fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart parts')));
-    parser.on('filesLimit', () => fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart files')));
-    parser.on('fieldsLimit', () => fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart fields')));
-    parser.on('error', (error: unknown) => fail(KilnError.wrap(error, KilnErrorCode.InvalidInput, 'malformed multipart request')));
+    parser.on('partsLimit', () =>
+      fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart parts')),
+    );
+    parser.on('filesLimit', () =>
+      fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart files')),
+    );
+    parser.on('fieldsLimit', () =>
+      fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart fields')),
+    );
+    parser.on('error', (error: unknown) =>
+      fail(KilnError.wrap(error, KilnErrorCode.InvalidInput, 'malformed multipart request')),
+    );
     parser.on('close', () => {
       clearTimeout(timer);
       if (!failed) resolve(parts);
@@ -89,14 +124,22 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
 }
 
 function tooLarge(maxBytes: number): KilnError {
-  return new KilnError(KilnErrorCode.PayloadTooLarge, `request body exceeds max_request_size (${maxBytes} bytes)`);
+  return new KilnError(
+    KilnErrorCode.PayloadTooLarge,
+    `request body exceeds max_request_size (${maxBytes} bytes)`,
+  );
 }
 
 function bodyError(error: unknown, maxBytes: number): KilnError {
   if (error instanceof KilnError) return error;
   const type = (error as { type?: string }).type;
   if (type === 'entity.too.large') return tooLarge(maxBytes);
-  if (type === 'request.size.invalid') return new KilnError(KilnErrorCode.InvalidInput, 'request body is shorter or longer than its Content-Length');
-  if (type === 'request.aborted') return new KilnError(KilnErrorCode.Cancelled, 'client closed the request');
+  if (type === 'request.size.invalid')
+    return new KilnError(
+      KilnErrorCode.InvalidInput,
+      'request body is shorter or longer than its Content-Length',
+    );
+  if (type === 'request.aborted')
+    return new KilnError(KilnErrorCode.Cancelled, 'client closed the request');
   return KilnError.wrap(error, KilnErrorCode.InvalidInput, 'cannot read request body');
 }

@@ -8,7 +8,8 @@ export function requestMetrics(metrics: ServerMetrics, api: string): Middleware 
     try {
       await next();
     } finally {
-      const route = (ctx as { routerPath?: string; _matchedRoute?: string })._matchedRoute ?? 'unmatched';
+      const route =
+        (ctx as { routerPath?: string; _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       const model = typeof ctx.state.model === 'string' ? ctx.state.model : '';
       metrics.requests.inc({ api, route, model, status: String(ctx.status) });
       metrics.requestSeconds.observe({ api, route, model }, (performance.now() - end) / 1000);

@@ -20,20 +20,29 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
   const headers = pickHeaders(ctx);
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
     const parts = await readMultipart(ctx.req, limits);
-    if (parts.length === 0) throw new KilnError(KilnErrorCode.InvalidInput, 'multipart request has no parts');
+    if (parts.length === 0)
+      throw new KilnError(KilnErrorCode.InvalidInput, 'multipart request has no parts');
     if (parts.length === 1) {
       const [part] = parts;
-      return { body: part!.data, headers, ...(part!.contentType ? { contentType: part!.contentType } : {}) };
+      return {
+        body: part!.data,
+        headers,
+        ...(part!.contentType ? { contentType: part!.contentType } : {}),
+      };
     }
     const tensors = parts.flatMap((part) =>
-      decodeTensors(part.data, { maxBytes: limits.maxBytes, ...(part.contentType ? { contentType: part.contentType } : {}) }).tensors.map((t, i, all) =>
+      decodeTensors(part.data, {
+        maxBytes: limits.maxBytes,
+        ...(part.contentType ? { contentType: part.contentType } : {}),
+      }).tensors.map((t, i, all) =>
         all.length === 1 && t.name === undefined ? t.withName(part.name) : t,
       ),
     );
     return { tensors: new NDList(tensors), headers };
   }
   const body = await readBody(ctx.req, limits);
-  if (body.byteLength === 0) throw new KilnError(KilnErrorCode.InvalidInput, 'request body is empty');
+  if (body.byteLength === 0)
+    throw new KilnError(KilnErrorCode.InvalidInput, 'request body is empty');
   return { body, headers, ...(contentType ? { contentType } : {}) };
 }
 
@@ -44,7 +53,10 @@ export function writeServingOutput(ctx: Context, output: ServingOutput): void {
     ctx.body = output.value;
     return;
   }
-  const encoded = encodeTensors(output.tensors, formatForAccept(ctx.get('accept') || undefined, output.tensors.length));
+  const encoded = encodeTensors(
+    output.tensors,
+    formatForAccept(ctx.get('accept') || undefined, output.tensors.length),
+  );
   ctx.type = encoded.contentType;
   ctx.body = Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength);
 }
@@ -53,7 +65,8 @@ export function writeServingOutput(ctx: Context, output: ServingOutput): void {
 export function clientGone(ctx: Context): AbortSignal {
   const controller = new AbortController();
   ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished) controller.abort(new KilnError(KilnErrorCode.Cancelled, 'client closed the connection'));
+    if (!ctx.res.writableFinished)
+      controller.abort(new KilnError(KilnErrorCode.Cancelled, 'client closed the connection'));
   });
   return controller.signal;
 }
@@ -61,7 +74,8 @@ export function clientGone(ctx: Context): AbortSignal {
 function pickHeaders(ctx: Context): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [key, value] of Object.entries(ctx.headers)) {
-    if (typeof value === 'string' && key !== 'authorization' && key !== 'cookie') headers[key] = value;
+    if (typeof value === 'string' && key !== 'authorization' && key !== 'cookie')
+      headers[key] = value;
   }
   return headers;
 }

@@ -1,6 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+const LATENCY_BUCKETS = [
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
 
 /** The server's Prometheus metrics, in one registry served at GET /metrics. */
@@ -21,9 +23,15 @@ export class ServerMetrics {
     registers: [this.registry],
   });
   readonly queueSeconds = this.stage('kiln_queue_seconds', 'Time a job waited in its model queue');
-  readonly preprocessSeconds = this.stage('kiln_preprocess_seconds', 'Translator pre-processing time per batch');
+  readonly preprocessSeconds = this.stage(
+    'kiln_preprocess_seconds',
+    'Translator pre-processing time per batch',
+  );
   readonly inferenceSeconds = this.stage('kiln_inference_seconds', 'Engine forward time per batch');
-  readonly postprocessSeconds = this.stage('kiln_postprocess_seconds', 'Translator post-processing time per batch');
+  readonly postprocessSeconds = this.stage(
+    'kiln_postprocess_seconds',
+    'Translator post-processing time per batch',
+  );
   readonly batchSize = new Histogram({
     name: 'kiln_batch_size',
     help: 'Jobs per model execution',
@@ -61,6 +69,12 @@ export class ServerMetrics {
   }
 
   private stage(name: string, help: string): Histogram<'model'> {
-    return new Histogram({ name, help, labelNames: ['model'] as const, buckets: LATENCY_BUCKETS, registers: [this.registry] });
+    return new Histogram({
+      name,
+      help,
+      labelNames: ['model'] as const,
+      buckets: LATENCY_BUCKETS,
+      registers: [this.registry],
+    });
   }
 }

@@ -19,14 +19,19 @@ export interface EngineCatalog {
 }
 
 /** Imports each engine package that is installed and registers its provider. */
-export async function loadEngineCatalog(modules: readonly string[] = DEFAULT_ENGINE_MODULES): Promise<EngineCatalog> {
+export async function loadEngineCatalog(
+  modules: readonly string[] = DEFAULT_ENGINE_MODULES,
+): Promise<EngineCatalog> {
   const registry = new EngineRegistry();
   const loaded: string[] = [];
   const missing: Record<string, string> = {};
   const providers = new Map<string, EngineProvider>();
   for (const specifier of modules) {
     try {
-      const module = (await import(specifier)) as { provider?: EngineProvider; default?: EngineProvider };
+      const module = (await import(specifier)) as {
+        provider?: EngineProvider;
+        default?: EngineProvider;
+      };
       const provider = module.provider ?? module.default;
       if (!provider) throw new Error('exports no engine provider');
       registry.register(provider);

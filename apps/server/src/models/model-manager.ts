@@ -17,7 +17,12 @@ import {
 import type { ServerConfig } from '../config/server-config.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import type { EngineCatalog } from './engine-catalog.js';
-import { type ModelEntry, type ModelSignature, describeEntry, type ModelDescription } from './model-entry.js';
+import {
+  type ModelEntry,
+  type ModelSignature,
+  describeEntry,
+  type ModelDescription,
+} from './model-entry.js';
 import { watchPool } from './pool-metrics.js';
 
 export interface RegisterRequest {
@@ -56,7 +61,10 @@ export class ModelManager {
    * Registers a model and starts loading it; resolves once it is registered (PENDING), or
    * once it is loaded when `synchronous`. A name/version already taken is refused.
    */
-  async register(request: RegisterRequest, options: { synchronous?: boolean } = {}): Promise<ModelEntry> {
+  async register(
+    request: RegisterRequest,
+    options: { synchronous?: boolean } = {},
+  ): Promise<ModelEntry> {
     const parsed = parseModelUrl(request.url);
     const inspection = await inspectModelSource(request.url, {
       registry: this.engines.registry,
@@ -66,11 +74,17 @@ export class ModelManager {
     const name = request.name ?? parsed.name ?? inspection.name;
     const version = request.version ?? parsed.version ?? inspection.version ?? '';
     if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(name)) {
-      throw new KilnError(KilnErrorCode.InvalidInput, `model name ${JSON.stringify(name)} must be letters, digits, '_', '.' or '-'`);
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `model name ${JSON.stringify(name)} must be letters, digits, '_', '.' or '-'`,
+      );
     }
     const versions = this.models.get(name) ?? new Map<string, ModelEntry>();
     if (versions.has(version)) {
-      throw new KilnError(KilnErrorCode.InvalidInput, `model ${name}${version ? ` version ${version}` : ''} is already registered`);
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `model ${name}${version ? ` version ${version}` : ''} is already registered`,
+      );
     }
     const entry: ModelEntry = {
       name,
@@ -100,7 +114,11 @@ export class ModelManager {
     entry.loading = this.load(entry, request, settings);
     if (options.synchronous) {
       await entry.loading;
-      if (entry.state === 'FAILED') throw new KilnError(KilnErrorCode.ModelLoadFailed, entry.error ?? `model ${name} failed to load`);
+      if (entry.state === 'FAILED')
+        throw new KilnError(
+          KilnErrorCode.ModelLoadFailed,
+          entry.error ?? `model ${name} failed to load`,
+        );
     }
     return entry;
   }
@@ -112,7 +130,9 @@ export class ModelManager {
     if (!entry) {
       throw new KilnError(
         KilnErrorCode.ModelNotFound,
-        versions ? `model ${name} has no version ${JSON.stringify(version)}` : `model ${name} not found`,
+        versions
+          ? `model ${name} has no version ${JSON.stringify(version)}`
+          : `model ${name} not found`,
       );
     }
     return entry;
@@ -138,28 +158,57 @@ export class ModelManager {
   }
 
   describe(name: string, version?: string): ModelDescription[] {
-    return version === undefined ? this.versions(name).map(describeEntry) : [describeEntry(this.get(name, version))];
+    return version === undefined
+      ? this.versions(name).map(describeEntry)
+      : [describeEntry(this.get(name, version))];
   }
 
   /** Queues one request for a model; rejects at once when the model cannot take it. */
-  predict(name: string, version: string | undefined, input: ServingInput, options: PredictRequestOptions = {}): Promise<ServingOutput> {
+  predict(
+    name: string,
+    version: string | undefined,
+    input: ServingInput,
+    options: PredictRequestOptions = {},
+  ): Promise<ServingOutput> {
     const entry = this.get(name, version);
     if (entry.state !== 'READY' || !entry.pool) {
-      const why = entry.state === 'FAILED' ? `failed to load: ${entry.error ?? ''}` : entry.state === 'PENDING' ? 'is still loading' : 'is being unloaded';
-      return Promise.reject(new KilnError(entry.state === 'FAILED' ? KilnErrorCode.ModelLoadFailed : KilnErrorCode.ModelNotReady, `model ${name} ${why}`));
+      const why =
+        entry.state === 'FAILED'
+          ? `failed to load: ${entry.error ?? ''}`
+          : entry.state === 'PENDING'
+            ? 'is still loading'
+            : 'is being unloaded';
+      return Promise.reject(
+        new KilnError(
+          entry.state === 'FAILED' ? KilnErrorCode.ModelLoadFailed : KilnErrorCode.ModelNotReady,
+          `model ${name} ${why}`,
+        ),
+      );
     }
     return entry.pool.submit(input, options.signal ? { signal: options.signal } : {}).result;
   }
 
-  async scale(name: string, version: string | undefined, limits: { minWorkers?: number; maxWorkers?: number }, synchronous: boolean): Promise<void> {
+  async scale(
+    name: string,
+    version: string | undefined,
+    limits: { minWorkers?: number; maxWorkers?: number },
+    synchronous: boolean,
+  ): Promise<void> {
     const entry = this.get(name, version);
     if (entry.state !== 'READY' || !entry.pool) {
-      throw new KilnError(KilnErrorCode.ModelNotReady, `model ${name} is ${entry.state.toLowerCase()}; scale it once it is loaded`);
+      throw new KilnError(
+        KilnErrorCode.ModelNotReady,
+        `model ${name} is ${entry.state.toLowerCase()}; scale it once it is loaded`,
+      );
     }
     for (const group of entry.pool.describe().workerGroups) {
       const min = limits.minWorkers ?? group.minWorkers;
       const max = limits.maxWorkers ?? group.maxWorkers;
-      if (min > max) throw new KilnError(KilnErrorCode.InvalidInput, `min_worker (${min}) must not exceed max_worker (${max})`);
+      if (min > max)
+        throw new KilnError(
+          KilnErrorCode.InvalidInput,
+          `min_worker (${min}) must not exceed max_worker (${max})`,
+        );
     }
     const scaling = entry.pool.scale(limits);
     if (synchronous) await scaling;
@@ -197,7 +246,11 @@ export class ModelManager {
     await entry.pool?.shutdown({ drain: true, timeoutMs });
   }
 
-  private async load(entry: ModelEntry, request: RegisterRequest, settings: WorkerPoolSettingsInput): Promise<void> {
+  private async load(
+    entry: ModelEntry,
+    request: RegisterRequest,
+    settings: WorkerPoolSettingsInput,
+  ): Promise<void> {
     const started = performance.now();
     try {
       const provider = entry.engineName ? this.engines.providerFor(entry.engineName) : undefined;
@@ -205,7 +258,11 @@ export class ModelManager {
         ? await this.sharedPool(entry, request, settings)
         : await createWorkerPool({
             name: entry.name,
-            model: { url: request.url, engines: this.engines.modules, overrides: this.overrides(request) },
+            model: {
+              url: request.url,
+              engines: this.engines.modules,
+              overrides: this.overrides(request),
+            },
             settings,
           });
       if (entry.state === 'UNLOADING') {
@@ -226,7 +283,11 @@ export class ModelManager {
   }
 
   /** Engines that share one loaded model (LibTorch) serve it from main-thread workers. */
-  private async sharedPool(entry: ModelEntry, request: RegisterRequest, settings: WorkerPoolSettingsInput): Promise<WorkerPool<ServingInput, ServingOutput>> {
+  private async sharedPool(
+    entry: ModelEntry,
+    request: RegisterRequest,
+    settings: WorkerPoolSettingsInput,
+  ): Promise<WorkerPool<ServingInput, ServingOutput>> {
     const model = await loadModel(request.url, {
       registry: this.engines.registry,
       overrides: this.overrides(request),
@@ -262,7 +323,8 @@ export class ModelManager {
   }
 
   private requestSettings(request: RegisterRequest): WorkerPoolSettingsInput {
-    const settings: { -readonly [K in keyof WorkerPoolSettingsInput]: WorkerPoolSettingsInput[K] } = {};
+    const settings: { -readonly [K in keyof WorkerPoolSettingsInput]: WorkerPoolSettingsInput[K] } =
+      {};
     if (request.batchSize !== undefined) settings.batchSize = request.batchSize;
     if (request.maxBatchDelayMs !== undefined) settings.maxBatchDelayMs = request.maxBatchDelayMs;
     if (request.minWorkers !== undefined) settings.minWorkers = request.minWorkers;

@@ -34,13 +34,21 @@ export function inferenceRoutes(server: ServerContext): Router {
   };
 
   router.post('/predictions/:model', (ctx) => predict(ctx, ctx.params.model!, undefined));
-  router.post('/predictions/:model/:version', (ctx) => predict(ctx, ctx.params.model!, ctx.params.version));
+  router.post('/predictions/:model/:version', (ctx) =>
+    predict(ctx, ctx.params.model!, ctx.params.version),
+  );
   router.post('/invocations', (ctx) => {
-    const named = typeof ctx.query.model_name === 'string' ? ctx.query.model_name : ctx.get('x-amzn-sagemaker-target-model') || undefined;
+    const named =
+      typeof ctx.query.model_name === 'string'
+        ? ctx.query.model_name
+        : ctx.get('x-amzn-sagemaker-target-model') || undefined;
     if (named) return predict(ctx, named, undefined);
     const names = [...new Set(server.models.list().map((e) => e.name))];
     if (names.length !== 1) {
-      throw new KilnError(KilnErrorCode.InvalidInput, `/invocations needs ?model_name= when the server has ${names.length} models`);
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `/invocations needs ?model_name= when the server has ${names.length} models`,
+      );
     }
     return predict(ctx, names[0]!, undefined);
   });

@@ -11,7 +11,10 @@ export function managementRoutes(server: ServerContext): Router {
   router.post('/models', async (ctx) => {
     const url = requiredQuery(ctx, 'url');
     const parsed = parseModelUrl(url);
-    const location = checkModelLocation(parsed.url, { modelStore: server.config.modelStore, allowedUrls: server.config.allowedUrls });
+    const location = checkModelLocation(parsed.url, {
+      modelStore: server.config.modelStore,
+      allowedUrls: server.config.allowedUrls,
+    });
     const synchronous = flag(ctx, 'synchronous', true);
     const entry = await server.models.register(
       {
@@ -30,7 +33,9 @@ export function managementRoutes(server: ServerContext): Router {
     );
     ctx.status = synchronous ? 200 : 202;
     ctx.body = {
-      status: synchronous ? `Model "${entry.name}" registered.` : `Model "${entry.name}" registration scheduled.`,
+      status: synchronous
+        ? `Model "${entry.name}" registered.`
+        : `Model "${entry.name}" registration scheduled.`,
     };
   });
 
@@ -54,7 +59,10 @@ export function managementRoutes(server: ServerContext): Router {
 
   const scale = async (ctx: Context) => {
     const synchronous = flag(ctx, 'synchronous', false);
-    const limits = { ...optional('minWorkers', int(ctx, 'min_worker', 0)), ...optional('maxWorkers', int(ctx, 'max_worker', 0)) };
+    const limits = {
+      ...optional('minWorkers', int(ctx, 'min_worker', 0)),
+      ...optional('maxWorkers', int(ctx, 'max_worker', 0)),
+    };
     await server.models.scale(ctx.params.model!, ctx.params.version, limits, synchronous);
     ctx.status = synchronous ? 200 : 202;
     ctx.body = { status: synchronous ? 'Workers scaled.' : 'Processing worker updates...' };
@@ -68,7 +76,9 @@ export function managementRoutes(server: ServerContext): Router {
 
   const unregister = async (ctx: Context) => {
     const removed = await server.models.unregister(ctx.params.model!, ctx.params.version);
-    ctx.body = { status: `Model "${ctx.params.model}" unregistered (${removed.length} version${removed.length === 1 ? '' : 's'}).` };
+    ctx.body = {
+      status: `Model "${ctx.params.model}" unregistered (${removed.length} version${removed.length === 1 ? '' : 's'}).`,
+    };
   };
   router.delete('/models/:model', unregister);
   router.delete('/models/:model/:version', unregister);
@@ -81,13 +91,15 @@ function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]
 
 function text(ctx: Context, key: string): string | undefined {
   const value = ctx.query[key];
-  if (Array.isArray(value)) throw new KilnError(KilnErrorCode.InvalidInput, `query parameter ${key} given more than once`);
+  if (Array.isArray(value))
+    throw new KilnError(KilnErrorCode.InvalidInput, `query parameter ${key} given more than once`);
   return value === undefined || value === '' ? undefined : value;
 }
 
 function requiredQuery(ctx: Context, key: string): string {
   const value = text(ctx, key);
-  if (value === undefined) throw new KilnError(KilnErrorCode.InvalidInput, `query parameter ${key} is required`);
+  if (value === undefined)
+    throw new KilnError(KilnErrorCode.InvalidInput, `query parameter ${key} is required`);
   return value;
 }
 
@@ -95,7 +107,10 @@ function int(ctx: Context, key: string, min: number): number | undefined {
   const value = text(ctx, key);
   if (value === undefined) return undefined;
   if (!/^\d+$/.test(value) || Number(value) < min) {
-    throw new KilnError(KilnErrorCode.InvalidInput, `query parameter ${key}=${value} must be an integer ≥ ${min}`);
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `query parameter ${key}=${value} must be an integer ≥ ${min}`,
+    );
   }
   return Number(value);
 }
@@ -103,6 +118,7 @@ function int(ctx: Context, key: string, min: number): number | undefined {
 function flag(ctx: Context, key: string, fallback: boolean): boolean {
   const value = text(ctx, key);
   if (value === undefined) return fallback;
-  if (value !== 'true' && value !== 'false') throw new KilnError(KilnErrorCode.InvalidInput, `query parameter ${key} must be true or false`);
+  if (value !== 'true' && value !== 'false')
+    throw new KilnError(KilnErrorCode.InvalidInput, `query parameter ${key} must be true or false`);
   return value === 'true';
 }

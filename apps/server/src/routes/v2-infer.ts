@@ -35,7 +35,10 @@ export function parseV2Request(body: Buffer, headerLength: string | undefined): 
   if (headerLength !== undefined) {
     jsonEnd = Number(headerLength);
     if (!Number.isSafeInteger(jsonEnd) || jsonEnd < 0 || jsonEnd > body.byteLength) {
-      throw new KilnError(KilnErrorCode.InvalidInput, `Inference-Header-Content-Length ${headerLength} does not fit a ${body.byteLength}-byte body`);
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `Inference-Header-Content-Length ${headerLength} does not fit a ${body.byteLength}-byte body`,
+      );
     }
   }
   let request: unknown;
@@ -44,30 +47,72 @@ export function parseV2Request(body: Buffer, headerLength: string | undefined): 
   } catch {
     throw new KilnError(KilnErrorCode.InvalidInput, 'request JSON is malformed');
   }
-  if (typeof request !== 'object' || request === null || !Array.isArray((request as { inputs?: unknown }).inputs)) {
-    throw new KilnError(KilnErrorCode.InvalidInput, 'request must be an object with an "inputs" array');
+  if (
+    typeof request !== 'object' ||
+    request === null ||
+    !Array.isArray((request as { inputs?: unknown }).inputs)
+  ) {
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      'request must be an object with an "inputs" array',
+    );
   }
-  const r = request as { id?: unknown; inputs: unknown[]; outputs?: unknown; parameters?: { binary_data_output?: unknown } };
+  const r = request as {
+    id?: unknown;
+    inputs: unknown[];
+    outputs?: unknown;
+    parameters?: { binary_data_output?: unknown };
+  };
   let offset = jsonEnd;
   const tensors: AnyTensor[] = r.inputs.map((input, i) => {
-    const spec = input as { name?: unknown; shape?: unknown; datatype?: unknown; parameters?: { binary_data_size?: unknown } };
+    const spec = input as {
+      name?: unknown;
+      shape?: unknown;
+      datatype?: unknown;
+      parameters?: { binary_data_size?: unknown };
+    };
     const size = spec?.parameters?.binary_data_size;
     if (size === undefined) return decodeV2Tensor(input);
-    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || offset + size > body.byteLength) {
-      throw new KilnError(KilnErrorCode.InvalidInput, `input ${i} declares binary_data_size ${String(size)} beyond the body`);
+    if (
+      typeof size !== 'number' ||
+      !Number.isSafeInteger(size) ||
+      size < 0 ||
+      offset + size > body.byteLength
+    ) {
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `input ${i} declares binary_data_size ${String(size)} beyond the body`,
+      );
     }
-    if (typeof spec.name !== 'string' || typeof spec.datatype !== 'string' || !Array.isArray(spec.shape)) {
+    if (
+      typeof spec.name !== 'string' ||
+      typeof spec.datatype !== 'string' ||
+      !Array.isArray(spec.shape)
+    ) {
       throw new KilnError(KilnErrorCode.InvalidInput, `input ${i} needs name, datatype and shape`);
     }
-    const tensor = decodeBinaryTensor(spec.datatype, spec.shape as number[], body.subarray(offset, offset + size), spec.name);
+    const tensor = decodeBinaryTensor(
+      spec.datatype,
+      spec.shape as number[],
+      body.subarray(offset, offset + size),
+      spec.name,
+    );
     offset += size;
     return tensor;
   });
   if (offset !== body.byteLength) {
-    throw new KilnError(KilnErrorCode.InvalidInput, `${body.byteLength - offset} bytes of binary data belong to no input`);
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `${body.byteLength - offset} bytes of binary data belong to no input`,
+    );
   }
-  if (r.id !== undefined && typeof r.id !== 'string') throw new KilnError(KilnErrorCode.InvalidInput, '"id" must be a string');
-  if (r.outputs !== undefined && (!Array.isArray(r.outputs) || r.outputs.some((o) => typeof (o as { name?: unknown })?.name !== 'string'))) {
+  if (r.id !== undefined && typeof r.id !== 'string')
+    throw new KilnError(KilnErrorCode.InvalidInput, '"id" must be a string');
+  if (
+    r.outputs !== undefined &&
+    (!Array.isArray(r.outputs) ||
+      r.outputs.some((o) => typeof (o as { name?: unknown })?.name !== 'string'))
+  ) {
     throw new KilnError(KilnErrorCode.InvalidInput, '"outputs" must be a list of {"name": ...}');
   }
   return {
@@ -85,12 +130,19 @@ export interface V2Reply {
 }
 
 /** Builds the v2 response: requested outputs only, binary where asked for. */
-export function buildV2Reply(request: V2InferRequest, outputs: NDList, model: { name: string; version: string }): V2Reply {
+export function buildV2Reply(
+  request: V2InferRequest,
+  outputs: NDList,
+  model: { name: string; version: string },
+): V2Reply {
   const selected = request.outputs
     ? request.outputs.map((o) => {
         const tensor = outputs.find(o.name);
         if (!tensor) {
-          throw new KilnError(KilnErrorCode.InvalidInput, `unknown output ${o.name} (outputs: ${outputs.names.join(', ')})`);
+          throw new KilnError(
+            KilnErrorCode.InvalidInput,
+            `unknown output ${o.name} (outputs: ${outputs.names.join(', ')})`,
+          );
         }
         return { tensor, binary: o.parameters?.binary_data ?? request.binaryOutputByDefault };
       })
@@ -101,7 +153,12 @@ export function buildV2Reply(request: V2InferRequest, outputs: NDList, model: { 
     if (!binary) return encodeV2Tensor(tensor, name);
     const bytes = encodeBinaryTensor(tensor);
     chunks.push(bytes);
-    return { name, datatype: dtypeNames(tensor.dtype).v2, shape: [...tensor.shape], parameters: { binary_data_size: bytes.byteLength } };
+    return {
+      name,
+      datatype: dtypeNames(tensor.dtype).v2,
+      shape: [...tensor.shape],
+      parameters: { binary_data_size: bytes.byteLength },
+    };
   });
   const header = {
     model_name: model.name,

@@ -24,14 +24,19 @@ export function v2Routes(server: ServerContext): Router {
   });
 
   router.get('/', (ctx) => {
-    ctx.body = { name: 'kiln', version: server.version, extensions: ['binary_tensor_data', 'model_repository'] };
+    ctx.body = {
+      name: 'kiln',
+      version: server.version,
+      extensions: ['binary_tensor_data', 'model_repository'],
+    };
   });
   router.get('/health/live', (ctx) => {
     ctx.status = 200;
     ctx.body = { live: true };
   });
   router.get('/health/ready', (ctx) => {
-    const ready = server.accepting && server.models.list().every((e) => pingStatus(e) === 'Healthy');
+    const ready =
+      server.accepting && server.models.list().every((e) => pingStatus(e) === 'Healthy');
     ctx.status = ready ? 200 : 503;
     ctx.body = { ready };
   });
@@ -42,8 +47,12 @@ export function v2Routes(server: ServerContext): Router {
     const signature = entry.signature;
     ctx.body = {
       name: entry.name,
-      versions: server.models.versions(entry.name).map((e) => e.version).filter(Boolean),
-      platform: PLATFORMS[signature?.engine ?? entry.engineName ?? ''] ?? signature?.engine ?? 'unknown',
+      versions: server.models
+        .versions(entry.name)
+        .map((e) => e.version)
+        .filter(Boolean),
+      platform:
+        PLATFORMS[signature?.engine ?? entry.engineName ?? ''] ?? signature?.engine ?? 'unknown',
       inputs: (signature?.inputs ?? []).map(describeTensor),
       outputs: (signature?.outputs ?? []).map(describeTensor),
       ...(entry.state !== 'READY' ? { state: entry.state } : {}),
@@ -61,9 +70,17 @@ export function v2Routes(server: ServerContext): Router {
     ctx.state.model = entry.name;
     const body = await readBody(ctx.req, bodyLimits(server));
     const request = parseV2Request(body, ctx.get(BINARY_HEADER) || undefined);
-    const output = await server.models.predict(entry.name, ctx.params.version, { tensors: request.inputs, rawTensors: true }, { signal: clientGone(ctx) });
+    const output = await server.models.predict(
+      entry.name,
+      ctx.params.version,
+      { tensors: request.inputs, rawTensors: true },
+      { signal: clientGone(ctx) },
+    );
     if (output.type !== 'tensors') {
-      throw new KilnError(KilnErrorCode.InvalidInput, `model ${entry.name} answers JSON, not tensors; use /predictions/${entry.name}`);
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `model ${entry.name} answers JSON, not tensors; use /predictions/${entry.name}`,
+      );
     }
     const reply = buildV2Reply(request, output.tensors, entry);
     if (reply.headerLength !== undefined) {
@@ -82,6 +99,10 @@ export function v2Routes(server: ServerContext): Router {
   return router;
 }
 
-function describeTensor(d: { name: string; dtype: Parameters<typeof dtypeNames>[0]; shape: readonly number[] }) {
+function describeTensor(d: {
+  name: string;
+  dtype: Parameters<typeof dtypeNames>[0];
+  shape: readonly number[];
+}) {
   return { name: d.name, datatype: dtypeNames(d.dtype).v2, shape: [...d.shape] };
 }

@@ -10,7 +10,10 @@ export function requireToken(token: string): Middleware {
     const given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
     if (!given || !timingSafeEqual(digest(given), expected)) {
       ctx.set('WWW-Authenticate', 'Bearer');
-      throw new KilnError(KilnErrorCode.Unauthorized, 'management API requires a valid bearer token');
+      throw new KilnError(
+        KilnErrorCode.Unauthorized,
+        'management API requires a valid bearer token',
+      );
     }
     await next();
   };

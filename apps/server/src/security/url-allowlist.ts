@@ -18,17 +18,28 @@ export interface UrlPolicy {
 export function checkModelLocation(location: string, policy: UrlPolicy): string {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1]?.toLowerCase();
   if (scheme !== undefined && scheme !== 'file') {
-    throw new KilnError(KilnErrorCode.UrlNotAllowed, `remote model URLs are not allowed (${scheme}://); put the model in the model store`);
+    throw new KilnError(
+      KilnErrorCode.UrlNotAllowed,
+      `remote model URLs are not allowed (${scheme}://); put the model in the model store`,
+    );
   }
   let filePath: string;
   try {
     filePath = scheme === 'file' ? fileURLToPath(location) : location;
   } catch {
-    throw new KilnError(KilnErrorCode.UrlNotAllowed, `malformed file URL ${JSON.stringify(location)}`);
+    throw new KilnError(
+      KilnErrorCode.UrlNotAllowed,
+      `malformed file URL ${JSON.stringify(location)}`,
+    );
   }
-  if (filePath.includes('\0')) throw new KilnError(KilnErrorCode.UrlNotAllowed, 'model path contains a NUL byte');
+  if (filePath.includes('\0'))
+    throw new KilnError(KilnErrorCode.UrlNotAllowed, 'model path contains a NUL byte');
   const base = policy.modelStore;
-  const absolute = path.isAbsolute(filePath) ? path.resolve(filePath) : base ? path.resolve(base, filePath) : undefined;
+  const absolute = path.isAbsolute(filePath)
+    ? path.resolve(filePath)
+    : base
+      ? path.resolve(base, filePath)
+      : undefined;
   if (absolute === undefined) {
     throw new KilnError(KilnErrorCode.UrlNotAllowed, 'relative model paths need a model_store');
   }
@@ -58,6 +69,9 @@ function matchesWhole(pattern: string, value: string): boolean {
   try {
     return new RegExp(`^(?:${pattern})$`).test(value);
   } catch {
-    throw new KilnError(KilnErrorCode.InvalidConfig, `allowed_urls entry ${JSON.stringify(pattern)} is not a valid regular expression`);
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `allowed_urls entry ${JSON.stringify(pattern)} is not a valid regular expression`,
+    );
   }
 }

@@ -80,7 +80,11 @@ export class EngineRegistry {
 
   private load(entry: Entry): Promise<Engine> {
     entry.loading ??= entry.provider.load().catch((error: unknown) => {
-      throw KilnError.wrap(error, KilnErrorCode.EngineUnavailable, `engine ${entry.provider.name} is unavailable`);
+      throw KilnError.wrap(
+        error,
+        KilnErrorCode.EngineUnavailable,
+        `engine ${entry.provider.name} is unavailable`,
+      );
     });
     return entry.loading;
   }
@@ -97,7 +101,9 @@ export class EngineRegistry {
     const list = Object.entries(reasons).map(([n, r]) => `${n}: ${r}`);
     throw new KilnError(
       KilnErrorCode.EngineUnavailable,
-      list.length === 0 ? 'no engine is registered' : `no engine could be loaded:\n  ${list.join('\n  ')}`,
+      list.length === 0
+        ? 'no engine is registered'
+        : `no engine could be loaded:\n  ${list.join('\n  ')}`,
       { details: { reasons } },
     );
   }

@@ -168,15 +168,25 @@ export function dtypeNames(dtype: DType): Readonly<DTypeNames> {
   return NAMES[dtype];
 }
 
-function reverseLookup<K extends keyof DTypeNames>(key: K, value: DTypeNames[K]): DType | undefined {
+function reverseLookup<K extends keyof DTypeNames>(
+  key: K,
+  value: DTypeNames[K],
+): DType | undefined {
   for (const dtype of DTYPES) if (NAMES[dtype][key] === value) return dtype;
   return undefined;
 }
 
-function lookupOrThrow<K extends keyof DTypeNames>(key: K, value: DTypeNames[K], what: string): DType {
+function lookupOrThrow<K extends keyof DTypeNames>(
+  key: K,
+  value: DTypeNames[K],
+  what: string,
+): DType {
   const dtype = reverseLookup(key, value);
   if (dtype === undefined) {
-    throw new KilnError(KilnErrorCode.UnsupportedDType, `unknown ${what} datatype ${JSON.stringify(value)}`);
+    throw new KilnError(
+      KilnErrorCode.UnsupportedDType,
+      `unknown ${what} datatype ${JSON.stringify(value)}`,
+    );
   }
   return dtype;
 }

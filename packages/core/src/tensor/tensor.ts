@@ -50,7 +50,12 @@ export class Tensor<D extends DType = DType> {
   }
 
   /** A zero-copy tensor over raw little-endian bytes. */
-  static fromBytes<D extends NumericDType>(dtype: D, bytes: Uint8Array, shape: Shape, name?: string): Tensor<D> {
+  static fromBytes<D extends NumericDType>(
+    dtype: D,
+    bytes: Uint8Array,
+    shape: Shape,
+    name?: string,
+  ): Tensor<D> {
     return new Tensor(dtype, viewBytes(dtype, bytes) as DTypeStorage[D], shape, name);
   }
 
@@ -65,7 +70,10 @@ export class Tensor<D extends DType = DType> {
   /** Raw little-endian bytes of numeric data (a view, not a copy). */
   bytes(): Uint8Array {
     if (!isNumericDType(this.dtype)) {
-      throw new KilnError(KilnErrorCode.UnsupportedDType, 'string tensors have no fixed-width bytes');
+      throw new KilnError(
+        KilnErrorCode.UnsupportedDType,
+        'string tensors have no fixed-width bytes',
+      );
     }
     return bytesOf(this.data as TypedArray);
   }
@@ -87,7 +95,9 @@ export class Tensor<D extends DType = DType> {
 
   /** Nested JS arrays, for JSON and debugging. 64-bit integers become numbers when safe. */
   toNested(): unknown {
-    const flat = Array.from(this.data as ArrayLike<unknown>, (value) => toJsonScalar(this.dtype, value));
+    const flat = Array.from(this.data as ArrayLike<unknown>, (value) =>
+      toJsonScalar(this.dtype, value),
+    );
     return nest(flat, this.shape);
   }
 

@@ -72,10 +72,16 @@ export class Predictor<I, O> {
    * Predicts a batch where each input succeeds or fails on its own: a bad input fails only
    * itself, and inputs that cannot share one batch run in as many batches as they need.
    */
-  async batchPredictSettled(inputs: readonly I[], options: PredictOptions = {}): Promise<PredictResult<O>[]> {
+  async batchPredictSettled(
+    inputs: readonly I[],
+    options: PredictOptions = {},
+  ): Promise<PredictResult<O>[]> {
     if (this.closed) throw new KilnError(KilnErrorCode.Closed, 'predictor is closed');
     if (this.busy) {
-      throw new KilnError(KilnErrorCode.PredictorBusy, 'predictor already has a call in flight; use one predictor per concurrent caller');
+      throw new KilnError(
+        KilnErrorCode.PredictorBusy,
+        'predictor already has a call in flight; use one predictor per concurrent caller',
+      );
     }
     this.busy = true;
     try {
@@ -119,7 +125,10 @@ export class Predictor<I, O> {
     await Promise.all(
       [...outputs].map(async ([index, output]) => {
         try {
-          results[index] = { ok: true, value: await this.translator.processOutput(ctx, output, inputs[index]!) };
+          results[index] = {
+            ok: true,
+            value: await this.translator.processOutput(ctx, output, inputs[index]!),
+          };
         } catch (error) {
           results[index] = failure(error, KilnErrorCode.Internal);
         }
@@ -134,7 +143,9 @@ export class Predictor<I, O> {
       inferenceMs: t2 - t1,
       postprocessMs: t3 - t2,
     });
-    return results.map((r) => r ?? failure(new Error('input produced no result'), KilnErrorCode.Internal));
+    return results.map(
+      (r) => r ?? failure(new Error('input produced no result'), KilnErrorCode.Internal),
+    );
   }
 
   /** Splits prepared inputs into runs that the batchifier accepts together, in order. */
@@ -162,7 +173,8 @@ export class Predictor<I, O> {
   ): Promise<number> {
     const batchifier = this.translator.batchifier;
     if (options.signal?.aborted) {
-      for (const item of group) results[item.index] = failure(abortReason(options.signal), KilnErrorCode.Cancelled);
+      for (const item of group)
+        results[item.index] = failure(abortReason(options.signal), KilnErrorCode.Cancelled);
       return 0;
     }
     if (batchifier && group.length > 1) {
@@ -173,7 +185,8 @@ export class Predictor<I, O> {
         return 1;
       } catch {
         let calls = 1;
-        for (const item of group) calls += await this.forwardGroup([item], outputs, results, options);
+        for (const item of group)
+          calls += await this.forwardGroup([item], outputs, results, options);
         return calls;
       }
     }
@@ -193,5 +206,7 @@ function failure(error: unknown, code: KilnErrorCode): { ok: false; error: KilnE
 
 function abortReason(signal: AbortSignal): KilnError {
   const reason: unknown = signal.reason;
-  return reason instanceof KilnError ? reason : new KilnError(KilnErrorCode.Cancelled, 'request was cancelled');
+  return reason instanceof KilnError
+    ? reason
+    : new KilnError(KilnErrorCode.Cancelled, 'request was cancelled');
 }

@@ -21,18 +21,28 @@ export class StackBatchifier implements Batchifier {
         list.length === first.length &&
         list.tensors.every((t, i) => {
           const ref = first.tensors[i]!;
-          return t.dtype === ref.dtype && t.name === ref.name && t.rank > 0 && shapesEqual(t.shape.slice(1), ref.shape.slice(1));
+          return (
+            t.dtype === ref.dtype &&
+            t.name === ref.name &&
+            t.rank > 0 &&
+            shapesEqual(t.shape.slice(1), ref.shape.slice(1))
+          );
         }),
     );
   }
 
   batchify(inputs: readonly NDList[]): Batch {
     if (!this.canBatch(inputs)) {
-      throw new KilnError(KilnErrorCode.ShapeMismatch, 'inputs differ in count, dtype or shape and cannot be stacked');
+      throw new KilnError(
+        KilnErrorCode.ShapeMismatch,
+        'inputs differ in count, dtype or shape and cannot be stacked',
+      );
     }
     if (inputs.length === 1) return { input: inputs[0]!, unbatchify: (output) => [output] };
     const counts = inputs.map((list) => list.tensors[0]?.shape[0] ?? 1);
-    const columns = inputs[0]!.tensors.map((_, i) => concat(inputs.map((list) => list.tensors[i]!)));
+    const columns = inputs[0]!.tensors.map((_, i) =>
+      concat(inputs.map((list) => list.tensors[i]!)),
+    );
     return {
       input: new NDList(columns),
       unbatchify: (output) => splitOutputs(output, counts),
@@ -57,7 +67,12 @@ export function concat(tensors: readonly AnyTensor[]): AnyTensor {
     }
     offset += t.size;
   }
-  return new Tensor(dtype, data as DTypeStorage[DType], [rows, ...first.shape.slice(1)], first.name);
+  return new Tensor(
+    dtype,
+    data as DTypeStorage[DType],
+    [rows, ...first.shape.slice(1)],
+    first.name,
+  );
 }
 
 /** Splits tensors along axis 0 into pieces of `counts` rows each (views, no copies). */
@@ -76,8 +91,16 @@ export function splitRows(tensor: AnyTensor, counts: readonly number[]): AnyTens
     const begin = start * rowSize;
     const end = (start + count) * rowSize;
     start += count;
-    const data = tensor.dtype === 'string' ? (tensor.data as string[]).slice(begin, end) : (tensor.data as Float32Array).subarray(begin, end);
-    return new Tensor(tensor.dtype, data as DTypeStorage[DType], [count, ...tensor.shape.slice(1)], tensor.name);
+    const data =
+      tensor.dtype === 'string'
+        ? (tensor.data as string[]).slice(begin, end)
+        : (tensor.data as Float32Array).subarray(begin, end);
+    return new Tensor(
+      tensor.dtype,
+      data as DTypeStorage[DType],
+      [count, ...tensor.shape.slice(1)],
+      tensor.name,
+    );
   });
 }
 

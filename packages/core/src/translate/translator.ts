@@ -24,5 +24,8 @@ export interface Translator<I, O> {
 
 export interface TranslatorFactory<I = unknown, O = unknown> {
   readonly name: string;
-  newInstance(model: Model, args: Readonly<Record<string, string>>): Promise<Translator<I, O>> | Translator<I, O>;
+  newInstance(
+    model: Model,
+    args: Readonly<Record<string, string>>,
+  ): Promise<Translator<I, O>> | Translator<I, O>;
 }

@@ -8,15 +8,21 @@ import { RawTensorTranslator } from './raw-tensors.js';
  * (v2 protocol requests), so one worker serves both its own translator's requests and raw
  * tensor requests, in the same batches when their tensors fit together.
  */
-export function withRawTensorPath(translator: Translator<ServingInput, ServingOutput>): Translator<ServingInput, ServingOutput> {
+export function withRawTensorPath(
+  translator: Translator<ServingInput, ServingOutput>,
+): Translator<ServingInput, ServingOutput> {
   if (translator instanceof RawTensorTranslator) return translator;
   const raw = new RawTensorTranslator();
   return {
     batchifier: translator.batchifier,
-    ...(translator.prepare ? { prepare: (ctx: TranslatorContext) => translator.prepare!(ctx) } : {}),
+    ...(translator.prepare
+      ? { prepare: (ctx: TranslatorContext) => translator.prepare!(ctx) }
+      : {}),
     processInput: (ctx: TranslatorContext, input: ServingInput) =>
       input.rawTensors ? raw.processInput(ctx, input) : translator.processInput(ctx, input),
     processOutput: (ctx: TranslatorContext, output: NDList, input: ServingInput) =>
-      input.rawTensors ? raw.processOutput(ctx, output) : translator.processOutput(ctx, output, input),
+      input.rawTensors
+        ? raw.processOutput(ctx, output)
+        : translator.processOutput(ctx, output, input),
   };
 }

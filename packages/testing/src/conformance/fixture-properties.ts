@@ -5,5 +5,7 @@ import { type ServingProperties, parseServingProperties, servingPropertiesFrom }
 /** serving.properties of a fixture folder, or defaults when it has none. */
 export function readFixtureProperties(dir: string): ServingProperties {
   const file = path.join(dir, 'serving.properties');
-  return fs.existsSync(file) ? parseServingProperties(fs.readFileSync(file, 'utf8')) : servingPropertiesFrom({});
+  return fs.existsSync(file)
+    ? parseServingProperties(fs.readFileSync(file, 'utf8'))
+    : servingPropertiesFrom({});
 }

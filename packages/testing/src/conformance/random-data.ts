@@ -12,13 +12,24 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-const INT_BITS: Partial<Record<DType, number>> = { int8: 8, uint8: 8, int16: 16, uint16: 16, int32: 32, uint32: 32 };
+const INT_BITS: Partial<Record<DType, number>> = {
+  int8: 8,
+  uint8: 8,
+  int16: 16,
+  uint16: 16,
+  int32: 32,
+  uint32: 32,
+};
 
 /**
  * Random values spanning each dtype's range. Half-precision bit patterns avoid NaN and
  * infinity, which engines may canonicalise, so an identity round trip must be bit-exact.
  */
-export function randomData<D extends DType>(dtype: D, size: number, random: () => number): DTypeStorage[D] {
+export function randomData<D extends DType>(
+  dtype: D,
+  size: number,
+  random: () => number,
+): DTypeStorage[D] {
   const data = allocate(dtype, size) as DTypeStorage[DType];
   const int = (lo: number, hi: number) => Math.floor(lo + random() * (hi - lo + 1));
   for (let i = 0; i < size; i++) {

@@ -49,7 +49,13 @@ export async function describeEngineConformance(options: EngineConformanceOption
 
     const load = async (modelDir: string, name = path.basename(modelDir)): Promise<Model> => {
       const properties = readFixtureProperties(modelDir);
-      const model = await engine.loadModel({ name, modelDir, device: CPU, options: properties.options, properties });
+      const model = await engine.loadModel({
+        name,
+        modelDir,
+        device: CPU,
+        options: properties.options,
+        properties,
+      });
       open.models.push(model);
       return model;
     };
@@ -91,11 +97,15 @@ export async function describeEngineConformance(options: EngineConformanceOption
         const context = await contextOf(model);
         for (const rows of [1, 3, 17]) {
           const data = randomData(dtype as DType, rows * 4, seededRandom(rows));
-          const output = await context.forward(NDList.of(new Tensor(dtype as DType, data, [rows, 4], 'x')));
+          const output = await context.forward(
+            NDList.of(new Tensor(dtype as DType, data, [rows, 4], 'x')),
+          );
           const y = output.get(0);
           expect(y.dtype).toBe(dtype);
           expect([...y.shape]).toEqual([rows, 4]);
-          expect(Array.from(y.data as ArrayLike<unknown>)).toEqual(Array.from(data as ArrayLike<unknown>));
+          expect(Array.from(y.data as ArrayLike<unknown>)).toEqual(
+            Array.from(data as ArrayLike<unknown>),
+          );
         }
       });
     }
@@ -115,8 +125,12 @@ export async function describeEngineConformance(options: EngineConformanceOption
         NDList.of(new Tensor('float32', b, [2, 3], 'b'), new Tensor('float32', a, [2, 3], 'a')),
       );
       expect(output.names).toEqual(['sum', 'product']);
-      expect(Array.from(output.get('sum').data as Float32Array)).toEqual(Array.from(a, (v, i) => v + b[i]!));
-      expect(Array.from(output.get('product').data as Float32Array)).toEqual(Array.from(a, (v, i) => v * b[i]!));
+      expect(Array.from(output.get('sum').data as Float32Array)).toEqual(
+        Array.from(a, (v, i) => v + b[i]!),
+      );
+      expect(Array.from(output.get('product').data as Float32Array)).toEqual(
+        Array.from(a, (v, i) => v * b[i]!),
+      );
     });
 
     it('batches inputs of different row counts through a Predictor and splits results back', async () => {
@@ -125,7 +139,14 @@ export async function describeEngineConformance(options: EngineConformanceOption
       const predictor = await Predictor.create(model, tensorsTranslator);
       const random = seededRandom(7);
       const inputs = [1, 2, 5, 1, 8].map((rows) =>
-        NDList.of(new Tensor('float32', Float32Array.from({ length: rows * 4 }, () => random() * 2 - 1), [rows, 4], 'x')),
+        NDList.of(
+          new Tensor(
+            'float32',
+            Float32Array.from({ length: rows * 4 }, () => random() * 2 - 1),
+            [rows, 4],
+            'x',
+          ),
+        ),
       );
       const outputs = await predictor.batchPredict(inputs);
       outputs.forEach((out, i) => {
@@ -133,7 +154,9 @@ export async function describeEngineConformance(options: EngineConformanceOption
         const y = out.get(0);
         expect([...y.shape]).toEqual([x.length / 4, 2]);
         const expected = affine(x, fixture.weights, fixture.bias);
-        Array.from(y.data as Float32Array).forEach((v, j) => expect(v).toBeCloseTo(expected[j]!, 4));
+        Array.from(y.data as Float32Array).forEach((v, j) =>
+          expect(v).toBeCloseTo(expected[j]!, 4),
+        );
       });
       await predictor.close();
     });
@@ -142,10 +165,19 @@ export async function describeEngineConformance(options: EngineConformanceOption
       const model = await load(await options.fixtures.addMul(dir('bad-inputs')));
       const context = await contextOf(model);
       const good = () =>
-        NDList.of(new Tensor('float32', new Float32Array(3).fill(1), [1, 3], 'a'), new Tensor('float32', new Float32Array(3).fill(2), [1, 3], 'b'));
+        NDList.of(
+          new Tensor('float32', new Float32Array(3).fill(1), [1, 3], 'a'),
+          new Tensor('float32', new Float32Array(3).fill(2), [1, 3], 'b'),
+        );
       const bad = [
-        NDList.of(new Tensor('int32', new Int32Array(3), [1, 3], 'a'), new Tensor('float32', new Float32Array(3), [1, 3], 'b')),
-        NDList.of(new Tensor('float32', new Float32Array(5), [1, 5], 'a'), new Tensor('float32', new Float32Array(5), [1, 5], 'b')),
+        NDList.of(
+          new Tensor('int32', new Int32Array(3), [1, 3], 'a'),
+          new Tensor('float32', new Float32Array(3), [1, 3], 'b'),
+        ),
+        NDList.of(
+          new Tensor('float32', new Float32Array(5), [1, 5], 'a'),
+          new Tensor('float32', new Float32Array(5), [1, 5], 'b'),
+        ),
         NDList.of(new Tensor('float32', new Float32Array(3), [1, 3], 'a')),
       ];
       for (const input of bad) {
@@ -170,9 +202,13 @@ export async function describeEngineConformance(options: EngineConformanceOption
           for (let i = 0; i < 25; i++) {
             const rows = 1 + Math.floor(random() * 6);
             const x = Float32Array.from({ length: rows * 4 }, () => random() * 4 - 2);
-            const y = (await context.forward(NDList.of(new Tensor('float32', x, [rows, 4], 'x')))).get(0);
+            const y = (
+              await context.forward(NDList.of(new Tensor('float32', x, [rows, 4], 'x')))
+            ).get(0);
             const expected = affine(x, fixture.weights, fixture.bias);
-            Array.from(y.data as Float32Array).forEach((v, j) => expect(v).toBeCloseTo(expected[j]!, 4));
+            Array.from(y.data as Float32Array).forEach((v, j) =>
+              expect(v).toBeCloseTo(expected[j]!, 4),
+            );
           }
         }),
       );
@@ -201,7 +237,8 @@ export async function describeEngineConformance(options: EngineConformanceOption
       const source = (await options.fixtures.affine(dir('corrupt'))).dir;
       for (const file of fs.readdirSync(source, { recursive: true }) as string[]) {
         const full = path.join(source, file);
-        if (fs.statSync(full).isFile() && file !== 'serving.properties') fs.writeFileSync(full, 'not a model\u0000\u0001');
+        if (fs.statSync(full).isFile() && file !== 'serving.properties')
+          fs.writeFileSync(full, 'not a model\u0000\u0001');
       }
       const error = await load(source).then(
         () => undefined,
@@ -214,9 +251,20 @@ export async function describeEngineConformance(options: EngineConformanceOption
       const fixture = await options.fixtures.affine(dir('worker'));
       const x = new Float32Array([1, 2, 3, 4, -1, -2, -3, -4]);
       const worker = spawnModuleWorker(new URL('./worker-probe.ts', import.meta.url), {
-        workerData: { providerModule: options.providerModule!.href, engineName: options.engineName, modelDir: fixture.dir, input: x, shape: [2, 4] },
+        workerData: {
+          providerModule: options.providerModule!.href,
+          engineName: options.engineName,
+          modelDir: fixture.dir,
+          input: x,
+          shape: [2, 4],
+        },
       });
-      const reply = await new Promise<{ ok: boolean; data?: number[]; shape?: number[]; message?: string }>((resolve, reject) => {
+      const reply = await new Promise<{
+        ok: boolean;
+        data?: number[];
+        shape?: number[];
+        message?: string;
+      }>((resolve, reject) => {
         worker.once('message', resolve);
         worker.once('error', reject);
       });

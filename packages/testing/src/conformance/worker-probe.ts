@@ -28,11 +28,20 @@ try {
     properties,
   });
   const context = await model.newExecutionContext();
-  const output = await context.forward(NDList.of(new Tensor('float32', data.input, data.shape, 'x')));
+  const output = await context.forward(
+    NDList.of(new Tensor('float32', data.input, data.shape, 'x')),
+  );
   const y = output.get(0);
-  parentPort!.postMessage({ ok: true, data: Array.from(y.data as Float32Array), shape: [...y.shape] });
+  parentPort!.postMessage({
+    ok: true,
+    data: Array.from(y.data as Float32Array),
+    shape: [...y.shape],
+  });
   await context.close();
   await model.dispose();
 } catch (error) {
-  parentPort!.postMessage({ ok: false, message: error instanceof Error ? error.message : String(error) });
+  parentPort!.postMessage({
+    ok: false,
+    message: error instanceof Error ? error.message : String(error),
+  });
 }

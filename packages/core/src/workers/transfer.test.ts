@@ -1,0 +1,146 @@
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { afterEach, describe, expect, it } from 'vitest';
+import { KilnError } from '../errors.js';
+import { NDList } from '../tensor/ndlist.js';
+import { Tensor } from '../tensor/tensor.js';
+import {
+  type NDListMessage,
+  type ServingInputMessage,
+  type ServingOutputMessage,
+  TransferList,
+  ndListFromMessage,
+  ndListToMessage,
+  servingInputFromMessage,
+  servingInputToMessage,
+  servingOutputFromMessage,
+  servingOutputToMessage,
+  tensorFromMessage,
+} from './transfer.js';
+
+const ports: MessagePort[] = [];
+afterEach(() => {
+  for (const port of ports.splice(0)) port.close();
+});
+
+/** Sends a value through a real message channel, as a worker thread would receive it. */
+function roundTrip<T>(value: T, transfer: TransferList): Promise<T> {
+  const { port1, port2 } = new MessageChannel();
+  ports.push(port1, port2);
+  const received = new Promise<T>((resolve) => port2.once('message', (v: T) => resolve(v)));
+  port1.postMessage(value, transfer.transfer);
+  return received;
+}
+
+describe('TransferList', () => {
+  it('moves a view that spans its whole buffer', async () => {
+    const data = new Float32Array([1, 2, 3, 4]);
+    const list = NDList.of(new Tensor('float32', data, [2, 2], 'x'));
+    const transfer = new TransferList('move');
+    const back = ndListFromMessage(await roundTrip(ndListToMessage(list, transfer), transfer));
+    expect(data.length).toBe(0); // the sender's buffer was detached, not copied
+    expect(back.get('x').shape).toEqual([2, 2]);
+    expect(Array.from(back.get('x').data as Float32Array)).toEqual([1, 2, 3, 4]);
+  });
+
+  it('copies only the visible part of a partial view and leaves its buffer alone', async () => {
+    const whole = new Float32Array([1, 2, 3, 4, 5, 6]);
+    const view = whole.subarray(2, 4);
+    const transfer = new TransferList('move');
+    const message = ndListToMessage(NDList.of(new Tensor('float32', view, [2])), transfer);
+    const back = ndListFromMessage(await roundTrip(message, transfer));
+    expect(Array.from(whole)).toEqual([1, 2, 3, 4, 5, 6]);
+    const data = back.get(0).data as Float32Array;
+    expect(Array.from(data)).toEqual([3, 4]);
+    expect(data.buffer.byteLength).toBe(8);
+  });
+
+  it("never detaches Node's shared Buffer pool", async () => {
+    const body = Buffer.from('{"a":1}');
+    const neighbour = Buffer.from('still here');
+    const transfer = new TransferList('move');
+    const message = servingInputToMessage({ body, contentType: 'application/json' }, transfer);
+    const back = servingInputFromMessage(await roundTrip(message, transfer));
+    expect(Buffer.from(back.body!).toString()).toBe('{"a":1}');
+    expect(body.toString()).toBe('{"a":1}');
+    expect(neighbour.toString()).toBe('still here');
+  });
+
+  it('copy mode leaves every sender buffer intact', async () => {
+    const data = new Int32Array([7, 8, 9]);
+    const transfer = new TransferList('copy');
+    const back = ndListFromMessage(
+      await roundTrip(
+        ndListToMessage(NDList.of(new Tensor('int32', data, [3])), transfer),
+        transfer,
+      ),
+    );
+    expect(Array.from(data)).toEqual([7, 8, 9]);
+    expect(Array.from(back.get(0).data as Int32Array)).toEqual([7, 8, 9]);
+  });
+
+  it('lists a buffer shared by two tensors once', () => {
+    const data = new Float32Array([1, 2]);
+    const transfer = new TransferList('move');
+    ndListToMessage(
+      NDList.of(new Tensor('float32', data, [2], 'a'), new Tensor('float32', data, [2], 'b')),
+      transfer,
+    );
+    expect(transfer.transfer).toHaveLength(1);
+  });
+});
+
+describe('serving messages', () => {
+  it('round-trips every tensor kind, names and metadata', async () => {
+    const input = {
+      contentType: 'application/json',
+      headers: { 'x-id': '42' },
+      tensors: NDList.of(
+        new Tensor('int64', new BigInt64Array([1n, -2n]), [2], 'ids'),
+        new Tensor('string', ['a', 'b', 'c'], [3], 'words'),
+        new Tensor('bool', new Uint8Array([1, 0]), [1, 2]),
+      ),
+    };
+    const transfer = new TransferList('move');
+    const back = servingInputFromMessage(
+      await roundTrip<ServingInputMessage>(servingInputToMessage(input, transfer), transfer),
+    );
+    expect(back.contentType).toBe('application/json');
+    expect(back.headers).toEqual({ 'x-id': '42' });
+    expect(back.body).toBeUndefined();
+    expect(back.tensors!.names).toEqual(['ids', 'words', undefined]);
+    expect(back.tensors!.get('ids').toNested()).toEqual([1, -2]);
+    expect(back.tensors!.get('words').toNested()).toEqual(['a', 'b', 'c']);
+    expect(back.tensors!.get(2).toNested()).toEqual([[true, false]]);
+  });
+
+  it('round-trips tensor and JSON outputs', async () => {
+    const transfer = new TransferList('move');
+    const tensors = servingOutputToMessage(
+      {
+        type: 'tensors',
+        tensors: NDList.of(new Tensor('float64', new Float64Array([0.5]), [1], 'p')),
+      },
+      transfer,
+    );
+    const json = servingOutputToMessage(
+      { type: 'json', value: [{ label: 'cat', p: 0.9 }] },
+      transfer,
+    );
+    const [t, j] = await roundTrip<ServingOutputMessage[]>([tensors, json], transfer);
+    const out = servingOutputFromMessage(t!);
+    expect(out.type === 'tensors' && out.tensors.get('p').toNested()).toEqual([0.5]);
+    expect(servingOutputFromMessage(j!)).toEqual({
+      type: 'json',
+      value: [{ label: 'cat', p: 0.9 }],
+    });
+  });
+
+  it('rejects malformed tensor messages with a KilnError', () => {
+    const badDType = { dtype: 'complex64', shape: [1], name: undefined, data: new Float32Array(1) };
+    expect(() => tensorFromMessage(badDType as never)).toThrow(KilnError);
+    const wrongSize: NDListMessage = {
+      tensors: [{ dtype: 'float32', shape: [3], name: undefined, data: new Float32Array(2) }],
+    };
+    expect(() => ndListFromMessage(wrongSize)).toThrow(/needs 3 elements/);
+  });
+});

@@ -1,0 +1,149 @@
+import { KilnError, KilnErrorCode } from '../errors.js';
+import {
+  type DType,
+  type DTypeStorage,
+  type TensorData,
+  type TypedArray,
+  isDType,
+} from '../tensor/dtype.js';
+import { NDList } from '../tensor/ndlist.js';
+import { type AnyTensor, Tensor } from '../tensor/tensor.js';
+import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
+
+/**
+ * Tensors, NDLists and serving inputs/outputs as plain values for `postMessage`. Class
+ * instances lose their prototype in a structured clone, so they travel as these shapes and
+ * are rebuilt (and validated) on the other side.
+ */
+export interface TensorMessage {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly name: string | undefined;
+  readonly data: TensorData;
+}
+
+export interface NDListMessage {
+  readonly tensors: readonly TensorMessage[];
+}
+
+export interface ServingInputMessage {
+  readonly body: Uint8Array | undefined;
+  readonly contentType: string | undefined;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly tensors: NDListMessage | undefined;
+  readonly rawTensors: boolean | undefined;
+}
+
+export type ServingOutputMessage =
+  | { readonly type: 'tensors'; readonly tensors: NDListMessage }
+  | { readonly type: 'json'; readonly value: unknown };
+
+/**
+ * How a message treats the memory it carries.
+ * - `move`: a view spanning its whole ArrayBuffer is transferred (the sender's view becomes
+ *   empty); a view over part of a buffer is copied, because moving it would take the rest of
+ *   the buffer away from whoever else holds it (Node's Buffer pool, sibling batch outputs).
+ * - `copy`: every view is copied once; the sender's memory is never touched.
+ */
+export type TransferMode = 'move' | 'copy';
+
+/**
+ * Collects the buffers a message hands to `postMessage` as its transfer list. Copies it makes
+ * are fresh buffers, so they are transferred too: every view costs at most one copy, never
+ * the copy of a whole underlying buffer that a structured clone of a partial view would make.
+ */
+export class TransferList {
+  private readonly buffers = new Set<ArrayBuffer>();
+
+  constructor(readonly mode: TransferMode) {}
+
+  /** The list to pass as `postMessage(value, list)`. */
+  get transfer(): ArrayBuffer[] {
+    return [...this.buffers];
+  }
+
+  /** The view to put in the message in place of `view`. */
+  add<T extends TypedArray>(view: T): T {
+    const buffer = view.buffer;
+    if (!(buffer instanceof ArrayBuffer)) return view; // shared memory is shared, not moved
+    const whole = view.byteOffset === 0 && view.byteLength === buffer.byteLength;
+    if (this.mode === 'move' && whole) {
+      this.buffers.add(buffer);
+      return view;
+    }
+    const copy = typedArraySlice.call(view) as T;
+    this.buffers.add(copy.buffer as ArrayBuffer);
+    return copy;
+  }
+}
+
+// %TypedArray%.prototype.slice copies; Buffer overrides `slice` with a view that shares memory.
+const typedArraySlice = (
+  Object.getPrototypeOf(Uint8Array.prototype) as { slice(this: TypedArray): TypedArray }
+).slice;
+
+export function tensorToMessage(tensor: AnyTensor, transfer: TransferList): TensorMessage {
+  const data = Array.isArray(tensor.data) ? tensor.data : transfer.add(tensor.data as TypedArray);
+  return { dtype: tensor.dtype, shape: [...tensor.shape], name: tensor.name, data };
+}
+
+export function tensorFromMessage(message: TensorMessage): AnyTensor {
+  if (!isDType(message.dtype)) {
+    throw new KilnError(
+      KilnErrorCode.MalformedTensor,
+      `message holds an unknown dtype ${JSON.stringify(message.dtype)}`,
+    );
+  }
+  return new Tensor(
+    message.dtype,
+    message.data as DTypeStorage[DType],
+    message.shape,
+    message.name,
+  );
+}
+
+export function ndListToMessage(list: NDList, transfer: TransferList): NDListMessage {
+  return { tensors: list.tensors.map((t) => tensorToMessage(t, transfer)) };
+}
+
+export function ndListFromMessage(message: NDListMessage): NDList {
+  return new NDList(message.tensors.map(tensorFromMessage));
+}
+
+export function servingInputToMessage(
+  input: ServingInput,
+  transfer: TransferList,
+): ServingInputMessage {
+  return {
+    body: input.body === undefined ? undefined : transfer.add(input.body),
+    contentType: input.contentType,
+    headers: input.headers,
+    tensors: input.tensors === undefined ? undefined : ndListToMessage(input.tensors, transfer),
+    rawTensors: input.rawTensors,
+  };
+}
+
+export function servingInputFromMessage(message: ServingInputMessage): ServingInput {
+  const input: { -readonly [K in keyof ServingInput]: ServingInput[K] } = {};
+  if (message.body !== undefined) input.body = message.body;
+  if (message.contentType !== undefined) input.contentType = message.contentType;
+  if (message.headers !== undefined) input.headers = message.headers;
+  if (message.tensors !== undefined) input.tensors = ndListFromMessage(message.tensors);
+  if (message.rawTensors !== undefined) input.rawTensors = message.rawTensors;
+  return input;
+}
+
+export function servingOutputToMessage(
+  output: ServingOutput,
+  transfer: TransferList,
+): ServingOutputMessage {
+  return output.type === 'tensors'
+    ? { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer) }
+    : { type: 'json', value: output.value };
+}
+
+export function servingOutputFromMessage(message: ServingOutputMessage): ServingOutput {
+  return message.type === 'tensors'
+    ? { type: 'tensors', tensors: ndListFromMessage(message.tensors) }
+    : { type: 'json', value: message.value };
+}
