@@ -12,13 +12,7 @@ import {
   encodeSafetensors,
 } from '@kiln/core';
 import { buildImageModel, buildModelStore, type ModelStore } from '../support/fixtures.js';
-import {
-  type TestServer,
-  expectCleanError,
-  jsonOf,
-  startTestServer,
-  tempDir,
-} from '../support/server-harness.js';
+import { type TestServer, jsonOf, startTestServer, tempDir } from '../support/server-harness.js';
 
 let store: ModelStore;
 let image: string;
