@@ -1,1 +1,11 @@
-export {};
+export * from './create-worker-pool.js';
+export * from './worker-pool.js';
+export * from './settings.js';
+export * from './thread-budget.js';
+export * from './cpu-pinning.js';
+export * from './thread-priority.js';
+export * from './pool-events.js';
+export * from './pool-description.js';
+export type { WorkerState, BatchReport } from './pool-worker.js';
+export type { ModelRecipe, WorkerFacts } from './worker-protocol.js';
+export type { WorkerBackend, BatchRun } from './worker-backend.js';

@@ -1,0 +1,65 @@
+import {
+  KilnError,
+  KilnErrorCode,
+  type Model,
+  Predictor,
+  type PredictTimings,
+  type Translator,
+} from '@kiln/core';
+import type { BatchRun, WorkerBackend } from './worker-backend.js';
+import type { WorkerFacts } from './worker-protocol.js';
+import { planThreads, type ThreadPlanRequest } from './thread-budget.js';
+
+/**
+ * A worker on the main thread: its own Predictor (execution context) over a model loaded
+ * once and shared. For engines whose forward already runs off the JS thread (LibTorch's
+ * async workers), where one copy of the weights serves every worker.
+ */
+export class InlineBackend<I, O> implements WorkerBackend<I, O> {
+  readonly kind = 'inline';
+  private predictor: Predictor<I, O> | undefined;
+  private timings: PredictTimings | undefined;
+
+  constructor(
+    private readonly model: Model,
+    private readonly translator: Translator<I, O>,
+    private readonly threads: Omit<ThreadPlanRequest, 'engineOptions'>,
+  ) {}
+
+  async start(): Promise<WorkerFacts> {
+    const plan = planThreads({ ...this.threads, engineOptions: this.model.properties.options });
+    this.predictor = await Predictor.create(this.model, this.translator, {
+      ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
+      onTimings: (timings) => (this.timings = timings),
+    });
+    return {
+      threadId: undefined,
+      intraOpThreads: plan.intraOpThreads,
+      threadSource: plan.source,
+      pinning: { pinned: false, reason: 'inline workers share the main thread' },
+      priority: undefined,
+      engine: this.model.engine,
+      model: this.model.describe(),
+    };
+  }
+
+  async run(inputs: readonly I[], signal: AbortSignal): Promise<BatchRun<O>> {
+    if (!this.predictor)
+      throw new KilnError(KilnErrorCode.Internal, 'inline worker ran before it started');
+    this.timings = undefined;
+    const results = await this.predictor.batchPredictSettled(inputs, { signal });
+    return { results, timings: this.timings };
+  }
+
+  onDeath(): void {
+    // A main-thread worker cannot die apart from the process; fatal errors surface from run().
+  }
+
+  async stop(): Promise<void> {
+    await this.predictor?.close();
+  }
+
+  terminate(): Promise<void> {
+    return this.stop();
+  }
+}

@@ -1,0 +1,69 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { NDList, type ServingInput, type ServingOutput, Tensor } from '@kiln/core';
+import { loadOrt } from '@kiln/engine-onnxruntime';
+import { tinyModel } from '@kiln/model-tools';
+import { checkEngine } from '@kiln/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkerPool } from './create-worker-pool.js';
+import type { WorkerPool } from './worker-pool.js';
+
+const { run } = await checkEngine('OnnxRuntime', async () => {
+  await loadOrt();
+  return null;
+});
+
+describe.skipIf(!run)('a pool over the real ONNX Runtime engine', () => {
+  let dir: string;
+  let pool: WorkerPool<ServingInput, ServingOutput>;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'kiln-pool-ort-'));
+    await tinyModel(dir);
+    pool = await createWorkerPool({
+      model: { url: dir, engines: ['@kiln/engine-onnxruntime'] },
+      settings: { cores: 2, minWorkers: 2, maxWorkers: 2, batchSize: 4, maxBatchDelayMs: 5 },
+    });
+  });
+  afterAll(async () => {
+    await pool?.shutdown();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('runs sessions inside its worker threads, one intra-op thread each on two cores', () => {
+    const workers = pool.describe().workerGroups[0]!.workers;
+    expect(workers).toHaveLength(2);
+    for (const worker of workers) {
+      expect(worker).toMatchObject({ kind: 'thread', intraOpThreads: 1 });
+      expect(worker.model).toMatchObject({ engine: 'OnnxRuntime', sessionThread: 'calling' });
+    }
+  });
+
+  it('answers each request with its own rows of relu(x + bias)', async () => {
+    const bias = [-1, 0, 1, 2];
+    const requests = Array.from({ length: 40 }, (_, i) => {
+      const rows = 1 + (i % 3);
+      const x = Array.from({ length: rows * 4 }, (_, k) => ((i * 7 + k) % 11) - 5);
+      return { x, rows };
+    });
+    const outputs = await Promise.all(
+      requests.map(({ x, rows }) =>
+        pool.predict({
+          tensors: NDList.of(new Tensor('float32', Float32Array.from(x), [rows, 4], 'x')),
+        }),
+      ),
+    );
+    outputs.forEach((output, i) => {
+      const { x, rows } = requests[i]!;
+      expect(output.type).toBe('tensors');
+      if (output.type !== 'tensors') return;
+      const y = output.tensors.get('y');
+      expect(y.shape).toEqual([rows, 4]);
+      expect(Array.from(y.data as Float32Array)).toEqual(
+        x.map((v, k) => Math.max(0, v + bias[k % 4]!)),
+      );
+    });
+    expect(pool.stats().totals.succeeded).toBe(40);
+  });
+});

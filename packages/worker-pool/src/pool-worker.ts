@@ -1,0 +1,355 @@
+import type { Clock, Job, JobQueue } from '@kiln/batching';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import type { BatchRun, WorkerBackend } from './worker-backend.js';
+import type { WorkerFacts } from './worker-protocol.js';
+
+const MIN_IDLE_RECHECK_MS = 1000;
+
+/** Where a worker is in its life; describe() and stats() count workers per state. */
+export type WorkerState = 'starting' | 'idle' | 'busy' | 'stopping' | 'stopped' | 'failed';
+
+/** One execution, for metrics: which jobs ran and where the time went. */
+export interface BatchReport<I, O> {
+  readonly worker: PoolWorker<I, O>;
+  /**
+   * Jobs that ran, with the ms each waited between acceptance and this batch, and whether
+   * this run answered it (false when it had timed out or been cancelled meanwhile).
+   */
+  readonly jobs: readonly {
+    readonly job: Job<I, O>;
+    readonly queueMs: number;
+    readonly answered: boolean;
+  }[];
+  /** The results (undefined when the worker failed as a whole: then `error` is set). */
+  readonly run: BatchRun<O> | undefined;
+  readonly error: KilnError | undefined;
+  /** Wall time of the run, ms of the pool's clock. */
+  readonly runMs: number;
+}
+
+/** What a worker asks of, and tells, the group that owns it. */
+export interface PoolWorkerHooks<I, O> {
+  /** An idle worker past max_idle_time asks to leave; true means it leaves now. */
+  mayRetire(worker: PoolWorker<I, O>): boolean;
+  /** A leaving worker keeps serving while nothing else could drain the queue. */
+  mustDrain(worker: PoolWorker<I, O>): boolean;
+  stateChanged(worker: PoolWorker<I, O>, previous: WorkerState): void;
+  batchDone(report: BatchReport<I, O>): void;
+  /** A taken job was past its deadline, or reached it while running. */
+  timedOut(job: Job<I, O>): void;
+  /** The worker is gone; `error` when it crashed or failed to start. */
+  exited(worker: PoolWorker<I, O>, error: KilnError | undefined, phase: 'start' | 'run'): void;
+}
+
+export interface PoolWorkerOptions {
+  readonly batchSize: number;
+  readonly maxBatchDelayMs: number;
+  readonly maxIdleTimeMs: number;
+  readonly startTimeoutMs: number;
+  /** How long a run may outlive every job in it before the worker is ended. */
+  readonly hungRunTimeoutMs: number;
+}
+
+/**
+ * One worker: starts its backend, then loops — take a batch from the queue, drop jobs already
+ * settled or past their deadline, run the rest, settle each job with its own result — until
+ * it retires, is stopped, or dies. A job it took is always settled, whatever happens.
+ */
+export class PoolWorker<I, O> {
+  readonly startedAt = new Date();
+  facts: WorkerFacts | undefined;
+  /** Why it failed, when it did. */
+  error: KilnError | undefined;
+  /** Retiring, scaled down or stopped: it no longer counts as capacity. */
+  leaving = false;
+  /** Resolves once the worker has exited, however it ended. */
+  readonly exited: Promise<void>;
+  private current: WorkerState = 'starting';
+  private takeController: AbortController | undefined;
+  private dead: KilnError | undefined;
+  private terminating = false;
+  private finished = false;
+  private inFlight: readonly Job<I, O>[] = [];
+  private batchController: AbortController | undefined;
+  private resolveExited!: () => void;
+
+  constructor(
+    readonly id: number,
+    /** Position in its group, stable across replacement: picks the cores it is pinned to. */
+    readonly slot: number,
+    readonly label: string,
+    private readonly backend: WorkerBackend<I, O>,
+    private readonly queue: JobQueue<I, O>,
+    private readonly clock: Clock,
+    private readonly options: PoolWorkerOptions,
+    private readonly hooks: PoolWorkerHooks<I, O>,
+  ) {
+    this.exited = new Promise((resolve) => (this.resolveExited = resolve));
+  }
+
+  get state(): WorkerState {
+    return this.current;
+  }
+
+  get kind(): 'thread' | 'inline' {
+    return this.backend.kind;
+  }
+
+  /** Starts the backend and then serves; resolves once ready, rejects when it cannot start. */
+  async start(): Promise<void> {
+    try {
+      this.facts = await this.withStartTimeout(this.backend.start());
+    } catch (error) {
+      this.error = KilnError.wrap(
+        error,
+        KilnErrorCode.ModelLoadFailed,
+        `${this.label} could not start`,
+      );
+      await this.backend.terminate().catch(() => undefined);
+      this.finish('failed', this.error, 'start');
+      throw this.error;
+    }
+    this.backend.onDeath((error) => this.onDeath(error));
+    void this.serve();
+  }
+
+  /** Leaves after the batch in flight (at once when idle). */
+  stop(): void {
+    this.leaving = true;
+    this.takeController?.abort();
+  }
+
+  /** Ends the worker now: jobs in flight fail with CLOSED, even if the engine never returns. */
+  async terminate(): Promise<void> {
+    this.leaving = true;
+    this.terminating = true;
+    this.takeController?.abort();
+    const closed = new KilnError(KilnErrorCode.Closed, `${this.label} was stopped`);
+    for (const job of this.inFlight) job.reject(closed);
+    this.batchController?.abort(closed);
+    await this.backend.terminate().catch(() => undefined);
+    if (this.current !== 'starting') this.finish('stopped', undefined, 'run');
+  }
+
+  private async serve(): Promise<void> {
+    while (!this.dead && !this.terminating) {
+      if (this.leaving && !this.hooks.mustDrain(this)) break;
+      this.setState('idle');
+      const jobs = await this.take();
+      if (jobs.length === 0) break; // stopped, retired, dead, or the queue is closed and empty
+      await this.runBatch(jobs);
+    }
+    if (this.finished) return;
+    this.setState('stopping');
+    if (this.dead) {
+      await this.backend.terminate().catch(() => undefined);
+      this.finish('failed', this.dead, 'run');
+    } else {
+      await this.backend.stop().catch(() => undefined);
+      this.finish('stopped', undefined, 'run');
+    }
+  }
+
+  private async take(): Promise<Job<I, O>[]> {
+    const controller = new AbortController();
+    this.takeController = controller;
+    const ms = this.options.maxIdleTimeMs;
+    let timer: unknown;
+    const check = () => {
+      if (this.hooks.mayRetire(this)) {
+        this.leaving = true;
+        controller.abort();
+      } else {
+        // Kept for minWorkers: ask again later (never in a tight loop when max_idle_time is 0).
+        timer = this.clock.setTimeout(check, Math.max(ms, MIN_IDLE_RECHECK_MS));
+      }
+    };
+    timer = this.clock.setTimeout(check, ms);
+    // A leaving worker that drains the queue stops waiting once the queue is empty.
+    if (this.leaving) void this.queue.drain().then(() => controller.abort());
+    try {
+      return await this.queue.takeBatch({
+        maxSize: this.options.batchSize,
+        maxDelayMs: this.options.maxBatchDelayMs,
+        signal: controller.signal,
+      });
+    } finally {
+      this.clock.clearTimeout(timer);
+      this.takeController = undefined;
+    }
+  }
+
+  private async runBatch(taken: readonly Job<I, O>[]): Promise<void> {
+    const takenAt = this.clock.now();
+    const jobs: { job: Job<I, O>; queueMs: number }[] = [];
+    for (const job of taken) {
+      if (job.settled) continue;
+      if (job.deadline !== undefined && takenAt >= job.deadline) {
+        this.expire(job);
+        continue;
+      }
+      jobs.push({ job, queueMs: takenAt - job.enqueuedAt });
+    }
+    if (jobs.length === 0) return;
+    if (this.dead) {
+      for (const { job } of jobs) job.reject(this.dead);
+      return;
+    }
+
+    this.setState('busy');
+    const controller = new AbortController();
+    this.batchController = controller;
+    this.inFlight = jobs.map((j) => j.job);
+    const unwatch = this.watch(this.inFlight, takenAt, controller);
+    let run: BatchRun<O> | undefined;
+    let error: KilnError | undefined;
+    try {
+      run = await this.backend.run(
+        jobs.map((j) => j.job.input),
+        controller.signal,
+      );
+    } catch (cause) {
+      error = this.failure(cause);
+    } finally {
+      unwatch();
+      this.inFlight = [];
+      this.batchController = undefined;
+    }
+    const answered = jobs.map(({ job }) => !job.settled);
+    if (run) {
+      jobs.forEach(({ job }, i) => {
+        const result = run.results[i];
+        if (!result)
+          job.reject(
+            new KilnError(KilnErrorCode.Internal, `${this.label} returned no result for a job`),
+          );
+        else if (result.ok) job.resolve(result.value);
+        else job.reject(result.error);
+      });
+      // The engine's own thread died under it: this predictor cannot run again.
+      const crash = run.results.find((r) => !r.ok && r.error.code === KilnErrorCode.WorkerCrashed);
+      if (crash && !crash.ok) this.dead ??= crash.error;
+    } else {
+      for (const { job } of jobs) job.reject(error!);
+      this.dead ??= error!;
+    }
+    this.hooks.batchDone({
+      worker: this,
+      jobs: jobs.map((j, i) => ({ ...j, answered: answered[i]! })),
+      run,
+      error,
+      runMs: this.clock.now() - takenAt,
+    });
+  }
+
+  /**
+   * Fails jobs that reach their deadline while running, and aborts the run once no job of
+   * the batch waits for it any more. Returns the function that stops watching.
+   */
+  private watch(jobs: readonly Job<I, O>[], now: number, controller: AbortController): () => void {
+    let hung: unknown;
+    const check = () => {
+      if (controller.signal.aborted || !jobs.every((job) => job.settled)) return;
+      controller.abort();
+      hung = this.clock.setTimeout(() => this.abandon(), this.options.hungRunTimeoutMs);
+    };
+    // The job settles right after its signal fires, so look once the cancel has finished.
+    const onAbort = () => queueMicrotask(check);
+    const timers = jobs.flatMap((job) => {
+      job.signal?.addEventListener('abort', onAbort);
+      if (job.deadline === undefined) return [];
+      return [
+        this.clock.setTimeout(() => {
+          this.expire(job);
+          check();
+        }, job.deadline - now),
+      ];
+    });
+    return () => {
+      if (hung !== undefined) this.clock.clearTimeout(hung);
+      for (const timer of timers) this.clock.clearTimeout(timer);
+      for (const job of jobs) job.signal?.removeEventListener('abort', onAbort);
+    };
+  }
+
+  /**
+   * A run that goes on although nobody waits for it any more (an engine stuck in a loop):
+   * the worker is ended and counted as crashed, so its group replaces it.
+   */
+  private abandon(): void {
+    const ms = this.options.hungRunTimeoutMs;
+    this.dead ??= new KilnError(
+      KilnErrorCode.WorkerCrashed,
+      `${this.label} was still running ${ms} ms after every request of its batch had been answered; it was terminated`,
+    );
+    this.leaving = true;
+    void this.backend.terminate().catch(() => undefined);
+    this.finish('failed', this.dead, 'run');
+  }
+
+  private expire(job: Job<I, O>): void {
+    if (job.settled) return;
+    const limit = job.deadline === undefined ? 0 : job.deadline - job.enqueuedAt;
+    job.reject(
+      new KilnError(KilnErrorCode.Timeout, `request timed out after ${limit} ms`, {
+        details: { timeoutMs: limit },
+      }),
+    );
+    this.hooks.timedOut(job);
+  }
+
+  /** The error jobs get when the worker failed as a whole. */
+  private failure(cause: unknown): KilnError {
+    if (this.terminating && KilnError.is(cause, KilnErrorCode.Closed)) return cause;
+    if (KilnError.is(cause, KilnErrorCode.WorkerCrashed)) return cause;
+    const message = cause instanceof Error ? cause.message : String(cause);
+    return new KilnError(KilnErrorCode.WorkerCrashed, `${this.label} failed: ${message}`, {
+      cause,
+    });
+  }
+
+  private onDeath(error: KilnError): void {
+    this.dead ??= error;
+    this.takeController?.abort();
+  }
+
+  private withStartTimeout<T>(promise: Promise<T>): Promise<T> {
+    const ms = this.options.startTimeoutMs;
+    return new Promise<T>((resolve, reject) => {
+      const timer = this.clock.setTimeout(
+        () =>
+          reject(
+            new KilnError(
+              KilnErrorCode.ModelLoadFailed,
+              `${this.label} was not ready after ${ms} ms`,
+            ),
+          ),
+        ms,
+      );
+      promise.then(
+        (value) => (this.clock.clearTimeout(timer), resolve(value)),
+        (error: unknown) => (this.clock.clearTimeout(timer), reject(error as Error)),
+      );
+    });
+  }
+
+  private setState(state: WorkerState): void {
+    const previous = this.current;
+    if (previous === state || (this.finished && state !== 'stopped' && state !== 'failed')) return;
+    this.current = state;
+    this.hooks.stateChanged(this, previous);
+  }
+
+  private finish(
+    state: 'stopped' | 'failed',
+    error: KilnError | undefined,
+    phase: 'start' | 'run',
+  ): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.error ??= error;
+    this.setState(state);
+    this.hooks.exited(this, error, phase);
+    this.resolveExited();
+  }
+}

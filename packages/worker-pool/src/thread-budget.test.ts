@@ -1,0 +1,93 @@
+import { describe, expect, it } from 'vitest';
+import { applyOmpBudget, coresForSlot, planThreads, userOmpThreads } from './thread-budget.js';
+
+describe('planThreads', () => {
+  it('gives each of the most workers that may run an equal share of the cores', () => {
+    expect(planThreads({ cores: 8, cpuWorkers: 3 })).toEqual({
+      intraOpThreads: 2,
+      ompThreads: 2,
+      source: 'budget',
+      cores: 8,
+      workers: 3,
+    });
+    expect(planThreads({ cores: 2, cpuWorkers: 4 }).intraOpThreads).toBe(1);
+    expect(planThreads({ cores: 16, cpuWorkers: 0 }).intraOpThreads).toBe(16);
+  });
+
+  it('never oversubscribes: workers × threads stays within the cores when workers ≤ cores', () => {
+    for (let cores = 1; cores <= 32; cores++) {
+      for (let workers = 1; workers <= cores; workers++) {
+        const { intraOpThreads } = planThreads({ cores, cpuWorkers: workers });
+        expect(workers * intraOpThreads!).toBeLessThanOrEqual(cores);
+        expect(intraOpThreads).toBeGreaterThanOrEqual(1);
+      }
+    }
+  });
+
+  it("keeps the pool's threads setting", () => {
+    expect(planThreads({ cores: 8, cpuWorkers: 4, threads: 3 })).toMatchObject({
+      intraOpThreads: 3,
+      ompThreads: 3,
+      source: 'settings',
+    });
+  });
+
+  it('leaves threads the user set in engine options or OMP_NUM_THREADS alone', () => {
+    for (const key of ['intraOpNumThreads', 'num_threads', 'numThreads']) {
+      expect(planThreads({ cores: 8, cpuWorkers: 2, engineOptions: { [key]: '6' } })).toMatchObject(
+        {
+          intraOpThreads: undefined,
+          ompThreads: undefined,
+          source: 'user',
+        },
+      );
+    }
+    expect(planThreads({ cores: 8, cpuWorkers: 2, userOmpThreads: '3' })).toMatchObject({
+      intraOpThreads: undefined,
+      ompThreads: undefined,
+      source: 'user',
+    });
+    // The pool's own setting still applies to intra-op threads, but OpenMP keeps the user's.
+    expect(planThreads({ cores: 8, cpuWorkers: 2, threads: 2, userOmpThreads: '3' })).toMatchObject(
+      {
+        intraOpThreads: 2,
+        ompThreads: undefined,
+      },
+    );
+  });
+});
+
+describe('coresForSlot', () => {
+  it('lays workers side by side and wraps around', () => {
+    expect(coresForSlot(0, 2, 4)).toEqual([0, 1]);
+    expect(coresForSlot(1, 2, 4)).toEqual([2, 3]);
+    expect(coresForSlot(2, 2, 4)).toEqual([0, 1]);
+    expect(coresForSlot(3, 1, 2)).toEqual([1]);
+    expect(coresForSlot(0, 8, 2)).toEqual([0, 1]);
+  });
+});
+
+describe('userOmpThreads', () => {
+  it('reads a value the user set and ignores an empty one', () => {
+    expect(userOmpThreads({ OMP_NUM_THREADS: ' 4 ' })).toBe('4');
+    expect(userOmpThreads({ OMP_NUM_THREADS: '' })).toBeUndefined();
+    expect(userOmpThreads({})).toBeUndefined();
+  });
+});
+
+describe('applyOmpBudget', () => {
+  it('sets OMP_NUM_THREADS for the process once and keeps treating it as not the user’s', () => {
+    const saved = process.env.OMP_NUM_THREADS;
+    delete process.env.OMP_NUM_THREADS;
+    try {
+      applyOmpBudget(2);
+      expect(process.env.OMP_NUM_THREADS).toBe('2');
+      expect(userOmpThreads()).toBeUndefined();
+      applyOmpBudget(5);
+      expect(process.env.OMP_NUM_THREADS).toBe('2');
+    } finally {
+      if (saved === undefined) delete process.env.OMP_NUM_THREADS;
+      else process.env.OMP_NUM_THREADS = saved;
+    }
+  });
+});

@@ -1,0 +1,84 @@
+/** Engine options (`option.*` of serving.properties) that set intra-op threads by hand. */
+export const THREAD_OPTION_KEYS = ['intraOpNumThreads', 'num_threads', 'numThreads'] as const;
+
+/** How the pool divides the cores between workers and the engine threads each runs. */
+export interface ThreadPlan {
+  /** Intra-op threads to ask of each worker's engine; undefined leaves the user's setting. */
+  readonly intraOpThreads: number | undefined;
+  /** `OMP_NUM_THREADS` the process should get; undefined leaves the environment as it is. */
+  readonly ompThreads: number | undefined;
+  /** Why: `settings` (the pool's `threads`), `user` (an engine option or the environment) or `budget`. */
+  readonly source: 'settings' | 'user' | 'budget';
+  readonly cores: number;
+  /** Workers the cores were divided between (every CPU group's maximum together). */
+  readonly workers: number;
+}
+
+export interface ThreadPlanRequest {
+  readonly cores: number;
+  /** Most workers that may run on CPU at once. */
+  readonly cpuWorkers: number;
+  /** The pool's `threads` setting. */
+  readonly threads?: number | undefined;
+  /** The model's engine options. */
+  readonly engineOptions?: Readonly<Record<string, string>>;
+  /** `OMP_NUM_THREADS` as the user set it (see userOmpThreads). */
+  readonly userOmpThreads?: string | undefined;
+}
+
+/**
+ * Splits the cores so that workers × intra-op threads does not exceed them, unless the user
+ * chose the threads: through the pool's `threads`, an engine option or `OMP_NUM_THREADS`.
+ */
+export function planThreads(request: ThreadPlanRequest): ThreadPlan {
+  const { cores } = request;
+  const workers = Math.max(1, request.cpuWorkers);
+  const userOmp = request.userOmpThreads !== undefined;
+  if (request.threads !== undefined) {
+    return {
+      intraOpThreads: request.threads,
+      ompThreads: userOmp ? undefined : request.threads,
+      source: 'settings',
+      cores,
+      workers,
+    };
+  }
+  const engineOptions = request.engineOptions ?? {};
+  if (userOmp || THREAD_OPTION_KEYS.some((key) => engineOptions[key] !== undefined)) {
+    return { intraOpThreads: undefined, ompThreads: undefined, source: 'user', cores, workers };
+  }
+  const threads = Math.max(1, Math.floor(cores / workers));
+  return { intraOpThreads: threads, ompThreads: threads, source: 'budget', cores, workers };
+}
+
+/**
+ * The cores a worker in `slot` is pinned to: `threads` consecutive cores, slots laid side by
+ * side and wrapping around when there are more workers than cores.
+ */
+export function coresForSlot(slot: number, threads: number, cores: number): number[] {
+  const width = Math.min(Math.max(1, threads), cores);
+  const start = (slot * width) % cores;
+  return Array.from({ length: width }, (_, i) => (start + i) % cores);
+}
+
+/** The value this process's pools gave OMP_NUM_THREADS, if they did. */
+let ompSetByPool: string | undefined;
+
+/** `OMP_NUM_THREADS` as the user set it: undefined when unset, empty, or set by a pool. */
+export function userOmpThreads(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string | undefined {
+  const value = env.OMP_NUM_THREADS?.trim();
+  return value === undefined || value === '' || value === ompSetByPool ? undefined : value;
+}
+
+/**
+ * Sets OMP_NUM_THREADS for the whole process when the user has not: OpenMP runtimes read the
+ * process environment (not a worker thread's copy) once, when they load, so this reaches
+ * engines loaded afterwards. The first pool to set it wins.
+ */
+export function applyOmpBudget(threads: number | undefined): void {
+  if (threads === undefined || ompSetByPool !== undefined || userOmpThreads() !== undefined) return;
+  ompSetByPool = String(threads);
+  process.env.OMP_NUM_THREADS = ompSetByPool;
+}

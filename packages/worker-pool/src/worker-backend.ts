@@ -1,0 +1,29 @@
+import type { KilnError, PredictResult, PredictTimings } from '@kiln/core';
+import type { WorkerFacts } from './worker-protocol.js';
+
+/** One executed batch: a result per input, in order, and where the time went. */
+export interface BatchRun<O> {
+  readonly results: readonly PredictResult<O>[];
+  readonly timings: PredictTimings | undefined;
+}
+
+/**
+ * What runs a worker's batches: a predictor on a worker thread, or one on the main thread
+ * over a shared model. One batch in flight at a time.
+ */
+export interface WorkerBackend<I, O> {
+  readonly kind: 'thread' | 'inline';
+  /** Loads what the worker needs; rejects (with the reason) when it cannot. */
+  start(): Promise<WorkerFacts>;
+  /**
+   * Runs one batch; each input succeeds or fails on its own. Rejects only when the worker
+   * itself failed (its thread died, its engine failed as a whole): it must then be replaced.
+   */
+  run(inputs: readonly I[], signal: AbortSignal): Promise<BatchRun<O>>;
+  /** Registers the listener called once when the worker dies on its own, even while idle. */
+  onDeath(listener: (error: KilnError) => void): void;
+  /** Lets the worker finish and release what it holds. */
+  stop(): Promise<void>;
+  /** Ends the worker at once; a batch in flight rejects. */
+  terminate(): Promise<void>;
+}

@@ -1,0 +1,75 @@
+import type {
+  PredictTimings,
+  SerializedKilnError,
+  ServingInputMessage,
+  ServingOutputMessage,
+} from '@kiln/core';
+import type { PinResult } from './cpu-pinning.js';
+import type { PriorityResult } from './thread-priority.js';
+import type { ThreadPlanRequest } from './thread-budget.js';
+
+/** How a thread worker builds its predictor: everything crosses as plain data. */
+export interface ModelRecipe {
+  /**
+   * The model: a DJL model URL (`mlp::OnnxRuntime=file:///models/mlp`) or a local folder,
+   * as `loadModel` accepts it.
+   */
+  readonly url: string;
+  /**
+   * Modules that export an engine provider (as `provider` or `default`); every worker thread
+   * imports and registers them. Package names (`@kiln/engine-onnxruntime`) or file URLs.
+   */
+  readonly engines: readonly string[];
+  /** serving.properties keys that win over the model's own (e.g. `option.optLevel`). */
+  readonly overrides?: Readonly<Record<string, string>>;
+  /**
+   * A module exporting `translatorFactory` for translators written in code; without it the
+   * model's serving.properties picks the translator (`resolveTranslator`).
+   */
+  readonly translator?: string;
+}
+
+/** workerData of a thread worker. */
+export interface ThreadWorkerInit {
+  readonly recipe: ModelRecipe;
+  /** Device name as DJL writes it (`cpu`, `gpu0`). */
+  readonly device: string;
+  /** The pool's side of the thread budget; the worker adds the model's engine options. */
+  readonly threads: Omit<ThreadPlanRequest, 'engineOptions'>;
+  /** Cores to pin the thread to before the model loads, when pinning is on. */
+  readonly pinCores: readonly number[] | undefined;
+  /** Steps nicer than the process the thread runs at; 0 leaves its priority alone. */
+  readonly nice: number;
+}
+
+/** What a worker reports once its predictor is ready, for describe(). */
+export interface WorkerFacts {
+  readonly threadId: number | undefined;
+  readonly intraOpThreads: number | undefined;
+  readonly threadSource: 'settings' | 'user' | 'budget' | undefined;
+  readonly pinning: PinResult | undefined;
+  readonly priority: PriorityResult | undefined;
+  readonly engine: string;
+  readonly model: Record<string, unknown>;
+}
+
+export type ResultMessage =
+  | { readonly ok: true; readonly value: ServingOutputMessage }
+  | { readonly ok: false; readonly error: SerializedKilnError };
+
+export type ToWorker =
+  | { readonly type: 'run'; readonly id: number; readonly inputs: readonly ServingInputMessage[] }
+  | { readonly type: 'abort'; readonly id: number }
+  | { readonly type: 'stop' };
+
+export type FromWorker =
+  | { readonly type: 'ready'; readonly facts: WorkerFacts }
+  | { readonly type: 'start-failed'; readonly error: SerializedKilnError }
+  | {
+      readonly type: 'results';
+      readonly id: number;
+      readonly results: readonly ResultMessage[];
+      readonly timings: PredictTimings | undefined;
+    }
+  | { readonly type: 'run-failed'; readonly id: number; readonly error: SerializedKilnError }
+  | { readonly type: 'stopped' };
