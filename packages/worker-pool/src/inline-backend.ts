@@ -1,3 +1,4 @@
+import { signatureOf } from './worker-protocol.js';
 import {
   KilnError,
   KilnErrorCode,
@@ -40,6 +41,7 @@ export class InlineBackend<I, O> implements WorkerBackend<I, O> {
       priority: undefined,
       engine: this.model.engine,
       model: this.model.describe(),
+      signature: signatureOf(this.model),
     };
   }
 

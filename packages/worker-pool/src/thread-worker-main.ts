@@ -1,3 +1,4 @@
+import { signatureOf } from './worker-protocol.js';
 // Entry of a thread worker: loads the engine and the model, owns one Predictor and runs the
 // batches the pool sends. Nothing here is shared with the main thread but messages.
 import { threadId, parentPort, workerData } from 'node:worker_threads';
@@ -102,6 +103,7 @@ async function start(): Promise<{
         priority,
         engine: model.engine,
         model: model.describe(),
+        signature: signatureOf(model),
       },
     });
     return { model, predictor };

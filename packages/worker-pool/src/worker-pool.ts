@@ -1,3 +1,4 @@
+import type { ModelSignature } from './worker-protocol.js';
 import {
   type BucketKey,
   type Clock,
@@ -94,6 +95,7 @@ export class WorkerPool<I, O> {
   /** Set when no worker could start; submissions fail fast until `retryAt`. */
   private failure: { error: KilnError; retryAt: number } | undefined;
   private backoffMs = INITIAL_BACKOFF_MS;
+  private knownSignature: ModelSignature | undefined;
 
   readonly name: string;
   readonly settings: WorkerPoolSettings;
@@ -186,6 +188,19 @@ export class WorkerPool<I, O> {
     this.backoffMs = INITIAL_BACKOFF_MS;
     await Promise.all(groups.map((g, i) => g.setLimits(limits[i]!)));
     for (const group of groups) group.autoscale();
+  }
+
+  /**
+   * The model's inputs and outputs as the first ready worker's engine reported them; kept
+   * when workers come and go. Undefined until a worker has started.
+   */
+  signature(): ModelSignature | undefined {
+    if (!this.knownSignature) {
+      for (const group of this.groups) {
+        for (const worker of group.workers) this.knownSignature ??= worker.facts?.signature;
+      }
+    }
+    return this.knownSignature;
   }
 
   describe(): PoolDescription {

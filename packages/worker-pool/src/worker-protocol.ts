@@ -1,4 +1,6 @@
 import type {
+  Model,
+  TensorDescriptor,
   PredictTimings,
   SerializedKilnError,
   ServingInputMessage,
@@ -43,6 +45,13 @@ export interface ThreadWorkerInit {
 }
 
 /** What a worker reports once its predictor is ready, for describe(). */
+/** What a model takes and gives, as its engine reports them. */
+export interface ModelSignature {
+  readonly engine: string;
+  readonly inputs: readonly TensorDescriptor[];
+  readonly outputs: readonly TensorDescriptor[];
+}
+
 export interface WorkerFacts {
   readonly threadId: number | undefined;
   readonly intraOpThreads: number | undefined;
@@ -51,6 +60,8 @@ export interface WorkerFacts {
   readonly priority: PriorityResult | undefined;
   readonly engine: string;
   readonly model: Record<string, unknown>;
+  /** The model's inputs and outputs as its engine reports them (for v2 metadata). */
+  readonly signature: ModelSignature;
 }
 
 export type ResultMessage =
@@ -73,3 +84,17 @@ export type FromWorker =
     }
   | { readonly type: 'run-failed'; readonly id: number; readonly error: SerializedKilnError }
   | { readonly type: 'stopped' };
+
+/** Plain copies of a model's descriptors, safe to post between threads. */
+export function signatureOf(model: Model): ModelSignature {
+  const plain = (d: TensorDescriptor): TensorDescriptor => ({
+    name: d.name,
+    dtype: d.dtype,
+    shape: [...d.shape],
+  });
+  return {
+    engine: model.engine,
+    inputs: model.inputs.map(plain),
+    outputs: model.outputs.map(plain),
+  };
+}

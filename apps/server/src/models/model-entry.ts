@@ -1,15 +1,8 @@
-import type { ServingInput, ServingOutput, TensorDescriptor } from '@kiln/core';
-import type { PoolDescription, WorkerPool } from '@kiln/worker-pool';
+import type { ServingInput, ServingOutput } from '@kiln/core';
+import type { ModelSignature, PoolDescription, WorkerPool } from '@kiln/worker-pool';
 
 /** A model version's lifecycle; `/ping` reports Healthy/Unhealthy for READY ones from their pool. */
 export type ModelState = 'PENDING' | 'READY' | 'FAILED' | 'UNLOADING';
-
-/** What the engine said the model takes and gives, for v2 metadata. */
-export interface ModelSignature {
-  readonly engine: string;
-  readonly inputs: readonly TensorDescriptor[];
-  readonly outputs: readonly TensorDescriptor[];
-}
 
 /** One registered version of a model. */
 export interface ModelEntry {

@@ -17,12 +17,7 @@ import {
 import type { ServerConfig } from '../config/server-config.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import type { EngineCatalog } from './engine-catalog.js';
-import {
-  type ModelEntry,
-  type ModelSignature,
-  describeEntry,
-  type ModelDescription,
-} from './model-entry.js';
+import { type ModelEntry, describeEntry, type ModelDescription } from './model-entry.js';
 import { watchPool } from './pool-metrics.js';
 
 export interface RegisterRequest {
@@ -270,7 +265,7 @@ export class ModelManager {
         return;
       }
       entry.pool = pool;
-      entry.signature = (pool as { signature?: () => ModelSignature | undefined }).signature?.();
+      entry.signature = pool.signature();
       entry.loadTimeMs = performance.now() - started;
       entry.state = 'READY';
       watchPool(this.metrics, entry.name, pool);
