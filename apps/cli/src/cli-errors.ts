@@ -27,8 +27,17 @@ const HINTS: Partial<Record<string, string>> = {
   MODEL_LOAD_FAILED: 'run `kiln inspect <model>` to check the model folder',
 };
 
+/** A command that printed its own failure: only its exit code is left to return. */
+export class ReportedFailure extends Error {
+  constructor(readonly exitCode: number) {
+    super(`exited with ${exitCode}`);
+    this.name = 'ReportedFailure';
+  }
+}
+
 /** One clear line (plus a hint) for the terminal; the stack only with --verbose. */
 export function describeFailure(error: unknown, verbose: boolean): { lines: string[]; exitCode: number } {
+  if (error instanceof ReportedFailure) return { lines: [], exitCode: error.exitCode };
   if (error instanceof UsageError) {
     return { lines: [`error: ${error.message}`, ...(error.hint ? [`hint: ${error.hint}`] : [])], exitCode: EXIT_USAGE };
   }
@@ -36,7 +45,9 @@ export function describeFailure(error: unknown, verbose: boolean): { lines: stri
   const lines = [`error: ${message.split('\n')[0]}`];
   const rest = message.split('\n').slice(1);
   lines.push(...rest.map((l) => `  ${l.trim()}`));
-  const hint = error instanceof KilnError ? HINTS[error.code] : undefined;
+  // A hint the error carries knows its case better than the one for its code.
+  const ownHint = error instanceof KilnError ? error.details?.hint : undefined;
+  const hint = typeof ownHint === 'string' ? ownHint : error instanceof KilnError ? HINTS[error.code] : undefined;
   if (hint) lines.push(`hint: ${hint}`);
   if (verbose && error instanceof Error && error.stack) lines.push(error.stack);
   else if (!(error instanceof KilnError)) lines.push('hint: run again with --verbose for details');

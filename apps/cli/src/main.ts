@@ -1,7 +1,11 @@
 import { Command, CommanderError } from 'commander';
 import { createCliContext } from './cli-context.js';
 import { EXIT_USAGE, describeFailure } from './cli-errors.js';
+import { registerArchive } from './commands/archive.js';
+import { registerBench } from './commands/bench.js';
+import { registerInspect } from './commands/inspect.js';
 import { registerPredict } from './commands/predict.js';
+import { registerProfile } from './commands/profile.js';
 import { registerServe } from './commands/serve.js';
 import { CLI_VERSION } from './version.js';
 
@@ -19,6 +23,10 @@ export async function runKiln(argv: readonly string[]): Promise<number> {
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   registerServe(program, cli);
   registerPredict(program, cli);
+  registerInspect(program, cli);
+  registerArchive(program, cli);
+  registerProfile(program, cli);
+  registerBench(program, cli);
   for (const command of program.commands) command.exitOverride();
   try {
     await program.parseAsync(argv, { from: 'user' });

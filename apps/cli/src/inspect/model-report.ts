@@ -1,0 +1,150 @@
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  KilnError,
+  KilnErrorCode,
+  SERVING_DEFAULTS,
+  type ServingProperties,
+  type TensorDescriptor,
+  formatDevice,
+  inspectModelSource,
+  isTranslatorPluginPath,
+  loadModel,
+  resolveTranslator,
+} from '@kiln/core';
+import type { EngineCatalog } from '@kiln/server';
+
+/** Everything `kiln inspect` reports about a model. */
+export interface ModelReport {
+  readonly name: string;
+  readonly version: string | undefined;
+  /** The engine named or recognised; undefined when none is. */
+  readonly engine: string | undefined;
+  /** Why that engine: named in serving.properties/the URL, or recognised from the files. */
+  readonly engineChoice: 'named' | 'recognised' | 'none';
+  readonly location: string;
+  readonly archive: string | undefined;
+  readonly modelFile: string | undefined;
+  readonly sizeBytes: number;
+  readonly files: readonly { readonly path: string; readonly bytes: number }[];
+  /** serving.properties as in force: the file under overrides, with defaults for what it leaves out. */
+  readonly servingProperties: {
+    readonly set: Readonly<Record<string, string>>;
+    readonly defaults: Readonly<Record<string, string>>;
+  };
+  readonly translator: string;
+  /** What loading found; undefined with --no-load. */
+  readonly loaded:
+    | {
+        readonly engineVersion: string;
+        readonly device: string;
+        readonly inputs: readonly TensorDescriptor[];
+        readonly outputs: readonly TensorDescriptor[];
+        /** Engine.describe(): backend, build, thread settings… */
+        readonly engineReport: Record<string, unknown>;
+        /** Model.describe(): file, options in force… */
+        readonly modelReport: Record<string, unknown>;
+        readonly loadMs: number;
+      }
+    | undefined;
+}
+
+/** Files listed one by one in a report; larger models list the first ones. */
+const LISTED_FILES = 200;
+
+/**
+ * Inspects a model without trusting anything: finds its files and settings, then (when
+ * `load`) loads it with its engine and resolves its translator, exactly as serving would.
+ */
+export async function buildModelReport(
+  url: string,
+  engines: EngineCatalog,
+  options: { overrides: Record<string, string>; load: boolean },
+): Promise<ModelReport> {
+  const inspection = await inspectModelSource(url, {
+    registry: engines.registry,
+    overrides: options.overrides,
+  });
+  const files = await Promise.all(
+    inspection.files.slice(0, LISTED_FILES).map(async (file) => ({
+      path: file,
+      bytes: (await stat(path.join(inspection.dir, file))).size,
+    })),
+  );
+  const report = {
+    name: inspection.name,
+    version: inspection.version,
+    engine: inspection.engineName,
+    engineChoice: inspection.properties.engine
+      ? 'named'
+      : inspection.engineName
+        ? 'recognised'
+        : 'none',
+    location: inspection.dir,
+    archive: inspection.archive,
+    modelFile: inspection.modelFile,
+    sizeBytes: inspection.sizeBytes,
+    files,
+    servingProperties: propertiesInForce(inspection.properties),
+    translator: translatorName(inspection.properties),
+    loaded: undefined,
+  } satisfies ModelReport;
+  if (!options.load) return report;
+  if (inspection.engineName === undefined) {
+    throw new KilnError(
+      KilnErrorCode.ModelLoadFailed,
+      `no installed engine recognises the files of ${url} (${inspection.files.slice(0, 5).join(', ') || 'none'})`,
+      {
+        details: {
+          hint: 'name the engine with engine= in serving.properties, or run kiln inspect --no-load to see the files',
+        },
+      },
+    );
+  }
+  const started = performance.now();
+  const model = await loadModel(url, { registry: engines.registry, overrides: options.overrides });
+  try {
+    const loadMs = performance.now() - started;
+    // A translator that cannot be built (a broken plugin) fails here, as it would when serving.
+    await resolveTranslator(model);
+    const engine = await engines.registry.get(model.engine);
+    return {
+      ...report,
+      engine: model.engine,
+      loaded: {
+        engineVersion: engine.version,
+        device: formatDevice(model.device),
+        inputs: model.inputs,
+        outputs: model.outputs,
+        engineReport: engine.describe(),
+        modelReport: model.describe(),
+        loadMs,
+      },
+    };
+  } finally {
+    await model.dispose();
+  }
+}
+
+/** The keys set (file, overrides, URL) and DJL's defaults for the batching keys left out. */
+function propertiesInForce(properties: ServingProperties): ModelReport['servingProperties'] {
+  const defaults: Record<string, string> = {
+    batch_size: String(SERVING_DEFAULTS.batchSize),
+    max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
+    job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
+    max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),
+  };
+  const set = Object.fromEntries(
+    Object.entries(properties.raw).sort(([a], [b]) => a.localeCompare(b)),
+  );
+  for (const key of Object.keys(set)) delete defaults[key];
+  return { set, defaults };
+}
+
+function translatorName(properties: ServingProperties): string {
+  const factory = properties.translatorFactory;
+  if (factory)
+    return isTranslatorPluginPath(factory) ? `${factory} (plugin in the model folder)` : factory;
+  const application = properties.raw.application?.trim();
+  return application ? `chosen by application=${application}` : 'raw (tensors in, tensors out)';
+}

@@ -1,0 +1,57 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const KILN_BIN = fileURLToPath(new URL('../../bin/kiln.mjs', import.meta.url));
+export const KILN_BENCH_BIN = fileURLToPath(
+  new URL('../../../benchmark/bin/kiln-bench.mjs', import.meta.url),
+);
+
+export interface BinaryResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export interface RunOptions {
+  readonly cwd?: string;
+  /** Written to the child's stdin, which is then closed. */
+  readonly input?: string;
+  readonly timeoutMs?: number;
+}
+
+/**
+ * Runs a binary in a child process as a user would (no TTY: no colour, no progress bars) and
+ * collects its exit code and output; a child still running after the timeout is killed.
+ */
+export function runBinary(
+  bin: string,
+  args: readonly string[],
+  options: RunOptions = {},
+): Promise<BinaryResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 60_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** `kiln …` in a child process. */
+export function kiln(args: readonly string[], options?: RunOptions): Promise<BinaryResult> {
+  return runBinary(KILN_BIN, args, options);
+}
+
+/** Output a failing command must never show: a JavaScript stack trace. */
+export const STACK_TRACE = /\n\s+at .+:\d+:\d+/;
