@@ -41,15 +41,14 @@ export async function runKiln(argv: readonly string[]): Promise<number> {
   }
 }
 
-// `kiln … | head` closes stdout early: that is the reader's choice, not a failure.
-process.stdout.on('error', (error: NodeJS.ErrnoException) => {
-  if (error.code === 'EPIPE') process.exit(0);
-  throw error;
-});
-
 const isMain =
   process.argv[1] !== undefined && /(?:kiln(?:\.mjs)?|main\.(?:ts|js))$/.test(process.argv[1]);
 if (isMain) {
+  // `kiln … | head` closes stdout early: that is the reader's choice, not a failure.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    throw error;
+  });
   const code = await runKiln(process.argv.slice(2));
   // serve keeps running through its listeners; other commands end here.
   if (code !== 0 || !process.argv.slice(2).includes('serve')) process.exitCode = code;
