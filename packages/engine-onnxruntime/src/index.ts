@@ -1,1 +1,31 @@
-export {};
+export {
+  createOnnxRuntimeEngine,
+  provider,
+  type OnnxRuntimeEngineOptions,
+} from './ort-provider.js';
+export { OrtEngine, ENGINE_NAME } from './ort-engine.js';
+export { OrtModel, type OrtModelSettings, type SessionThreadPolicy } from './ort-model.js';
+export { OrtExecutionContext, type SessionThread } from './ort-execution-context.js';
+export type { RunTiming } from './session-host.js';
+export {
+  parseSessionConfig,
+  toSessionOptions,
+  DEFAULT_SESSION_CONFIG,
+  SESSION_OPTION_KEYS,
+  type OrtSessionConfig,
+  type OptLevel,
+  type ExecutionMode,
+  type OrtDevice,
+} from './session-config.js';
+export {
+  parseProfileTrace,
+  bottlenecks,
+  type OrtProfile,
+  type OrtProfileRow,
+  type OrtOpTypeRow,
+} from './profiling/ort-profile.js';
+export { profileModel, type ProfileModelOptions } from './profiling/profile-model.js';
+export { formatProfile } from './profiling/format-profile.js';
+export { syntheticInputs, type SyntheticInputOptions } from './profiling/synthetic-inputs.js';
+export { loadOrt } from './ort-loader.js';
+export { provider as default } from './ort-provider.js';

@@ -1,1 +1,32 @@
-export {};
+export { attr, type Attribute } from './attributes.js';
+export {
+  GraphBuilder,
+  DEFAULT_OPSET,
+  type Dim,
+  type ModelOptions,
+  type NodeOptions,
+  type OnnxModel,
+} from './graph-builder.js';
+export { saveOnnxModel, encodeOnnxModel, decodeOnnxModel } from './save-model.js';
+export { writeModelFolder, MODEL_FILE } from './model-folder.js';
+export { SeededRandom } from './random.js';
+export type { InitializerData } from './tensor-proto.js';
+export { addDenseLayers, type DenseLayer } from './dense-layers.js';
+export { identityModel, addMulModel, affineModel, type AffineModel } from './conformance-models.js';
+export { resnetModel, type ResnetModel, type ResnetOptions } from './resnet.js';
+export { tinyModel } from './tiny-model.js';
+export {
+  slowModel,
+  DEFAULT_MATMUL_512_MS,
+  type SlowModel,
+  type SlowModelOptions,
+} from './slow-model.js';
+export { mlpModel, type MlpModel, type MlpOptions } from './mlp-model.js';
+export {
+  transformerEncoderModel,
+  type TransformerEncoderModel,
+  type TransformerEncoderOptions,
+} from './transformer-encoder.js';
+export { buildIrisDemo, type IrisDemo, type IrisDemoOptions } from './iris-demo/iris-demo.js';
+export { irisData, type IrisData } from './iris-demo/iris-data.js';
+export { runCli } from './cli-commands.js';

@@ -1,0 +1,23 @@
+import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
+import { ENGINE_NAME, OrtEngine } from './ort-engine.js';
+import { loadOrt } from './ort-loader.js';
+import type { OrtModelSettings } from './ort-model.js';
+
+export interface OnnxRuntimeEngineOptions extends OrtModelSettings {
+  /** Preference when no engine is named; 10 by default. */
+  readonly rank?: number;
+}
+
+/** A provider for the OnnxRuntime engine; onnxruntime-node is imported only by `load()`. */
+export function createOnnxRuntimeEngine(options: OnnxRuntimeEngineOptions = {}): EngineProvider {
+  return {
+    specificationVersion: ENGINE_SPECIFICATION_VERSION,
+    name: ENGINE_NAME,
+    rank: options.rank ?? 10,
+    recognizes: (fileNames) => fileNames.some((f) => f.toLowerCase().endsWith('.onnx')),
+    load: async () => new OrtEngine(await loadOrt(), options),
+  };
+}
+
+/** The OnnxRuntime engine with default settings. */
+export const provider: EngineProvider = createOnnxRuntimeEngine();

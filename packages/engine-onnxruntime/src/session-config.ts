@@ -1,0 +1,207 @@
+import { type Device, KilnError, KilnErrorCode } from '@kiln/core';
+import type { InferenceSession } from 'onnxruntime-node';
+
+export type OptLevel = 'disabled' | 'basic' | 'extended' | 'all';
+export type ExecutionMode = 'sequential' | 'parallel';
+export type OrtDevice = 'cpu' | 'cuda' | 'tensorrt';
+
+/**
+ * Everything a session is created with. A plain object, so that it crosses to a worker
+ * thread unchanged (structured clone).
+ */
+export interface OrtSessionConfig {
+  /** Set explicitly by the user; undefined lets ONNX Runtime pick (one per physical core). */
+  readonly intraOpNumThreads: number | undefined;
+  readonly interOpNumThreads: number | undefined;
+  readonly executionMode: ExecutionMode;
+  readonly optLevel: OptLevel;
+  readonly memoryPatternOptimization: boolean;
+  readonly cpuArenaAllocator: boolean;
+  readonly ortDevice: OrtDevice;
+  readonly deviceId: number;
+  /** Writes ONNX Runtime's per-node trace (see OrtProfile). */
+  readonly profiling: boolean;
+  /** Where to save the model after graph optimization, for inspection. */
+  readonly optimizedModelFilePath: string | undefined;
+  /** 0 verbose … 4 fatal; ONNX Runtime's default is 2 (warnings). */
+  readonly logSeverityLevel: 0 | 1 | 2 | 3 | 4 | undefined;
+  /**
+   * Whether idle thread-pool threads spin before sleeping; undefined keeps ONNX Runtime's
+   * default (spin). Spinning lowers latency on idle cores but burns cores that other
+   * sessions or processes need.
+   */
+  readonly allowSpinning: boolean | undefined;
+}
+
+export const DEFAULT_SESSION_CONFIG: OrtSessionConfig = Object.freeze({
+  intraOpNumThreads: undefined,
+  interOpNumThreads: undefined,
+  executionMode: 'sequential',
+  optLevel: 'all',
+  memoryPatternOptimization: true,
+  cpuArenaAllocator: true,
+  ortDevice: 'cpu',
+  deviceId: 0,
+  profiling: false,
+  optimizedModelFilePath: undefined,
+  logSeverityLevel: undefined,
+  allowSpinning: undefined,
+});
+
+/** The `option.*` keys this engine reads (DJL's OnnxRuntime keys plus Kiln's). */
+export const SESSION_OPTION_KEYS = [
+  'intraOpNumThreads',
+  'interOpNumThreads',
+  'executionMode',
+  'optLevel',
+  'memoryPatternOptimization',
+  'cpuArenaAllocator',
+  'ortDevice',
+  'profiling',
+  'optimizedModelFilePath',
+  'logSeverityLevel',
+  'allowSpinning',
+] as const;
+
+// DJL spells levels as Java's OptLevel enum (NO_OPT, BASIC_OPT…); ORT's own names are accepted too.
+const OPT_LEVELS: Record<string, OptLevel> = {
+  disabled: 'disabled',
+  no_opt: 'disabled',
+  basic: 'basic',
+  basic_opt: 'basic',
+  extended: 'extended',
+  extended_opt: 'extended',
+  all: 'all',
+  all_opt: 'all',
+};
+
+/**
+ * Reads `option.*` values (prefix removed) over `base`. The model's device decides the
+ * default execution provider: a gpu device means CUDA unless `ortDevice` says otherwise.
+ */
+export function parseSessionConfig(
+  options: Readonly<Record<string, string>>,
+  device: Device,
+  base: Partial<OrtSessionConfig> = {},
+): OrtSessionConfig {
+  const o = options;
+  const defaults = { ...DEFAULT_SESSION_CONFIG, ...base };
+  const ortDevice =
+    o.ortDevice === undefined
+      ? device.type === 'gpu'
+        ? 'cuda'
+        : defaults.ortDevice
+      : oneOf('ortDevice', o.ortDevice, ['cpu', 'cuda', 'tensorrt']);
+  if (ortDevice === 'cpu' && device.type === 'gpu') {
+    throw invalid(`option.ortDevice=cpu contradicts the model's device gpu${device.id}`);
+  }
+  return {
+    intraOpNumThreads:
+      o.intraOpNumThreads === undefined
+        ? defaults.intraOpNumThreads
+        : positiveInt('intraOpNumThreads', o.intraOpNumThreads),
+    interOpNumThreads:
+      o.interOpNumThreads === undefined
+        ? defaults.interOpNumThreads
+        : positiveInt('interOpNumThreads', o.interOpNumThreads),
+    executionMode:
+      o.executionMode === undefined
+        ? defaults.executionMode
+        : oneOf('executionMode', o.executionMode, ['sequential', 'parallel']),
+    optLevel: o.optLevel === undefined ? defaults.optLevel : optLevel(o.optLevel),
+    memoryPatternOptimization: bool(
+      'memoryPatternOptimization',
+      o.memoryPatternOptimization,
+      defaults.memoryPatternOptimization,
+    ),
+    cpuArenaAllocator: bool('cpuArenaAllocator', o.cpuArenaAllocator, defaults.cpuArenaAllocator),
+    ortDevice,
+    deviceId: device.type === 'gpu' ? device.id : 0,
+    profiling: bool('profiling', o.profiling, defaults.profiling),
+    optimizedModelFilePath: o.optimizedModelFilePath ?? defaults.optimizedModelFilePath,
+    logSeverityLevel:
+      o.logSeverityLevel === undefined
+        ? defaults.logSeverityLevel
+        : (intInRange('logSeverityLevel', o.logSeverityLevel, 0, 4) as 0 | 1 | 2 | 3 | 4),
+    allowSpinning:
+      o.allowSpinning === undefined
+        ? defaults.allowSpinning
+        : bool('allowSpinning', o.allowSpinning, true),
+  };
+}
+
+/** ONNX Runtime's session options for a config; `profileFilePrefix` must be absolute. */
+export function toSessionOptions(
+  config: OrtSessionConfig,
+  profileFilePrefix?: string,
+): InferenceSession.SessionOptions {
+  const provider =
+    config.ortDevice === 'cpu'
+      ? { name: 'cpu', useArena: config.cpuArenaAllocator }
+      : { name: config.ortDevice, deviceId: config.deviceId };
+  return {
+    executionProviders: [provider],
+    ...(config.intraOpNumThreads === undefined
+      ? {}
+      : { intraOpNumThreads: config.intraOpNumThreads }),
+    ...(config.interOpNumThreads === undefined
+      ? {}
+      : { interOpNumThreads: config.interOpNumThreads }),
+    executionMode: config.executionMode,
+    graphOptimizationLevel: config.optLevel,
+    enableMemPattern: config.memoryPatternOptimization,
+    enableCpuMemArena: config.cpuArenaAllocator,
+    ...(config.optimizedModelFilePath === undefined
+      ? {}
+      : { optimizedModelFilePath: config.optimizedModelFilePath }),
+    ...(config.logSeverityLevel === undefined ? {} : { logSeverityLevel: config.logSeverityLevel }),
+    ...(config.allowSpinning === undefined ? {} : { extra: spinningEntries(config.allowSpinning) }),
+    ...(config.profiling && profileFilePrefix ? { enableProfiling: true, profileFilePrefix } : {}),
+  };
+}
+
+/** ONNX Runtime's config keys session.intra_op.allow_spinning and session.inter_op.allow_spinning. */
+function spinningEntries(allow: boolean): Record<string, unknown> {
+  const value = allow ? '1' : '0';
+  return { session: { intra_op: { allow_spinning: value }, inter_op: { allow_spinning: value } } };
+}
+
+function invalid(message: string): KilnError {
+  return new KilnError(KilnErrorCode.InvalidConfig, message);
+}
+
+function optLevel(text: string): OptLevel {
+  const level = OPT_LEVELS[text.trim().toLowerCase()];
+  if (!level)
+    throw invalid(
+      `option.optLevel=${text} is not one of disabled, basic, extended, all (or DJL's NO_OPT, BASIC_OPT, EXTENDED_OPT, ALL_OPT)`,
+    );
+  return level;
+}
+
+function oneOf<T extends string>(key: string, text: string, values: readonly T[]): T {
+  const value = text.trim().toLowerCase();
+  if (!(values as readonly string[]).includes(value))
+    throw invalid(`option.${key}=${text} is not one of ${values.join(', ')}`);
+  return value as T;
+}
+
+function positiveInt(key: string, text: string): number {
+  return intInRange(key, text, 1, 1024);
+}
+
+function intInRange(key: string, text: string, min: number, max: number): number {
+  const value = Number(text.trim());
+  if (!Number.isInteger(value) || value < min || value > max || text.trim() === '') {
+    throw invalid(`option.${key}=${text} must be an integer from ${min} to ${max}`);
+  }
+  return value;
+}
+
+function bool(key: string, text: string | undefined, fallback: boolean): boolean {
+  if (text === undefined) return fallback;
+  const value = text.trim().toLowerCase();
+  if (value === 'true') return true;
+  if (value === 'false') return false;
+  throw invalid(`option.${key}=${text} must be true or false`);
+}

@@ -1,0 +1,136 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KilnError, KilnErrorCode, NDList, type TensorDescriptor } from '@kiln/core';
+import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
+import { providerProblem } from './execution-providers.js';
+import { bindInputs } from './input-binding.js';
+import { type OrtModule, loadOrt } from './ort-loader.js';
+import { fromOrtTensor, toDescriptor, toOrtTensor } from './ort-tensors.js';
+import { type OrtProfile, readProfileTrace } from './profiling/ort-profile.js';
+import { type OrtSessionConfig, toSessionOptions } from './session-config.js';
+import type { RunTiming } from './session-host.js';
+
+export interface SessionSignature {
+  readonly inputs: readonly TensorDescriptor[];
+  readonly outputs: readonly TensorDescriptor[];
+}
+
+/**
+ * One ONNX Runtime session and the thread it lives on. `run` blocks that thread while the
+ * model computes (onnxruntime-node runs synchronously), so only worker threads, or callers
+ * that accept blocking, use a runner directly.
+ */
+export class SessionRunner implements SessionSignature {
+  private profilingOpen: boolean;
+
+  private constructor(
+    private readonly ort: OrtModule,
+    private readonly session: InferenceSession,
+    readonly inputs: readonly TensorDescriptor[],
+    readonly outputs: readonly TensorDescriptor[],
+    private readonly profileDir: string | undefined,
+  ) {
+    this.profilingOpen = profileDir !== undefined;
+  }
+
+  static async create(modelPath: string, config: OrtSessionConfig): Promise<SessionRunner> {
+    const ort = await loadOrt();
+    const problem = providerProblem(ort, config.ortDevice);
+    if (problem)
+      throw new KilnError(
+        KilnErrorCode.EngineUnavailable,
+        `OnnxRuntime cannot run on ${config.ortDevice}: ${problem}`,
+      );
+    if (!existsSync(modelPath))
+      throw new KilnError(KilnErrorCode.ModelNotFound, `model file ${modelPath} does not exist`);
+    // ORT writes traces to the working directory unless the prefix is absolute.
+    const profileDir = config.profiling
+      ? await mkdtemp(join(tmpdir(), 'kiln-ort-profile-'))
+      : undefined;
+    let session: InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(
+        modelPath,
+        toSessionOptions(config, profileDir && join(profileDir, 'ort')),
+      );
+    } catch (error) {
+      if (profileDir) await rm(profileDir, { recursive: true, force: true });
+      throw loadError(error, modelPath, config);
+    }
+    try {
+      const inputs = session.inputMetadata.map((m) => toDescriptor(m, 'input'));
+      const outputs = session.outputMetadata.map((m) => toDescriptor(m, 'output'));
+      return new SessionRunner(ort, session, inputs, outputs, profileDir);
+    } catch (error) {
+      await session.release();
+      if (profileDir) await rm(profileDir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  /** Runs the model once. Inputs are checked first; ORT failures become ENGINE_ERROR. */
+  async run(input: NDList): Promise<{ output: NDList; timing: RunTiming }> {
+    const tensors = bindInputs(input, this.inputs);
+    const feeds: Record<string, OrtTensor> = {};
+    this.inputs.forEach((d, i) => (feeds[d.name] = toOrtTensor(this.ort, tensors[i]!)));
+    let results: InferenceSession.ReturnType;
+    const start = performance.now();
+    try {
+      results = await this.session.run(feeds);
+    } catch (error) {
+      throw KilnError.wrap(error, KilnErrorCode.EngineError, 'OnnxRuntime run failed');
+    }
+    const timing = { startedAt: performance.timeOrigin + start, runMs: performance.now() - start };
+    const output = new NDList(
+      this.outputs.map((d) => fromOrtTensor(d.name, results[d.name] as OrtTensor)),
+    );
+    return { output, timing };
+  }
+
+  /** Stops profiling and returns the per-node table of the runs so far. Once per session. */
+  async endProfiling(options: { skipRuns?: number } = {}): Promise<OrtProfile> {
+    if (!this.profileDir) {
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        'profiling is off for this model: load it with option.profiling=true',
+      );
+    }
+    if (!this.profilingOpen)
+      throw new KilnError(KilnErrorCode.InvalidConfig, 'profiling already ended for this session');
+    this.profilingOpen = false;
+    this.session.endProfiling();
+    return readProfileTrace(this.profileDir, options);
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
+    if (this.profileDir) await rm(this.profileDir, { recursive: true, force: true });
+  }
+}
+
+function loadError(error: unknown, modelPath: string, config: OrtSessionConfig): KilnError {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/Unsupported data type: 16\b/.test(message)) {
+    return new KilnError(
+      KilnErrorCode.UnsupportedDType,
+      `${modelPath} uses bfloat16 inputs or outputs, which onnxruntime-node cannot exchange`,
+      {
+        cause: error,
+      },
+    );
+  }
+  if (config.ortDevice !== 'cpu') {
+    return new KilnError(
+      KilnErrorCode.EngineUnavailable,
+      `OnnxRuntime could not start ${config.ortDevice}: ${message}`,
+      { cause: error },
+    );
+  }
+  return new KilnError(
+    KilnErrorCode.ModelLoadFailed,
+    `OnnxRuntime could not load ${modelPath}: ${message}`,
+    { cause: error },
+  );
+}

@@ -1,0 +1,132 @@
+import { parseArgs } from 'node:util';
+import { type DType, isDType } from '@kiln/core';
+import { addMulModel, affineModel, identityModel } from './conformance-models.js';
+import { buildIrisDemo } from './iris-demo/iris-demo.js';
+import { mlpModel } from './mlp-model.js';
+import { resnetModel } from './resnet.js';
+import { slowModel } from './slow-model.js';
+import { tinyModel } from './tiny-model.js';
+import { transformerEncoderModel } from './transformer-encoder.js';
+
+export const USAGE = `usage: kiln-make-models <command> <dir> [options]
+
+commands:
+  demo <dir>                      Iris classifier with translator (trains in about a second)
+  resnet <dir> [--depth 18|50] [--classes 1000]
+  encoder <dir> [--layers 2] [--hidden 128] [--heads 2] [--max-len 512] [--vocab 30522]
+  mlp <dir> [--input 784] [--hidden 512,256] [--output 10]
+  tiny <dir>                      few-element Add + Relu (per-call overhead)
+  slow <dir> [--ms 200]           chained MatMuls taking roughly --ms per run
+  identity <dir> [--dtype float32]
+  add-mul <dir>
+  affine <dir>`;
+
+const OPTIONS = {
+  depth: { type: 'string' },
+  classes: { type: 'string' },
+  layers: { type: 'string' },
+  hidden: { type: 'string' },
+  heads: { type: 'string' },
+  'max-len': { type: 'string' },
+  vocab: { type: 'string' },
+  input: { type: 'string' },
+  output: { type: 'string' },
+  ms: { type: 'string' },
+  dtype: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Runs one command; returns the process exit code. `log` receives what to print. */
+export async function runCli(
+  args: readonly string[],
+  log: (line: string) => void = console.log,
+): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...args], options: OPTIONS, allowPositionals: true });
+  } catch (error) {
+    log(`${(error as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  const [command, dir] = parsed.positionals;
+  const v = parsed.values;
+  if (v.help || !command || !dir) {
+    log(USAGE);
+    return v.help ? 0 : 2;
+  }
+  try {
+    log(await runCommand(command, dir, v));
+    return 0;
+  } catch (error) {
+    log(`kiln-make-models ${command}: ${(error as Error).message}`);
+    return 1;
+  }
+}
+
+async function runCommand(
+  command: string,
+  dir: string,
+  v: Record<string, string | boolean | undefined>,
+): Promise<string> {
+  switch (command) {
+    case 'demo': {
+      const demo = await buildIrisDemo(dir);
+      return `${demo.dir}: iris classifier, train accuracy ${percent(demo.trainAccuracy)} (${demo.trainRows} rows), holdout ${percent(demo.holdoutAccuracy)} (${demo.holdoutRows} rows)`;
+    }
+    case 'resnet': {
+      const depth = int(v.depth, 18);
+      if (depth !== 18 && depth !== 50) throw new Error('--depth must be 18 or 50');
+      const model = await resnetModel(dir, { depth, classes: int(v.classes, 1000) });
+      return `${model.dir}: ResNet-${depth}, ${model.parameters} parameters`;
+    }
+    case 'encoder': {
+      const model = await transformerEncoderModel(dir, {
+        layers: int(v.layers, 2),
+        hidden: int(v.hidden, 128),
+        heads: int(v.heads, 2),
+        maxLen: int(v['max-len'], 512),
+        vocabSize: int(v.vocab, 30522),
+      });
+      return `${model.dir}: transformer encoder, hidden ${model.hidden}, max length ${model.maxLen}`;
+    }
+    case 'mlp': {
+      const hidden =
+        typeof v.hidden === 'string' ? v.hidden.split(',').map((s) => int(s, 0)) : undefined;
+      const model = await mlpModel(dir, {
+        inputSize: int(v.input, 784),
+        outputSize: int(v.output, 10),
+        ...(hidden ? { hidden } : {}),
+      });
+      return `${model.dir}: MLP ${model.inputSize} → ${model.outputSize}`;
+    }
+    case 'tiny':
+      return `${await tinyModel(dir)}: tiny Add + Relu`;
+    case 'slow': {
+      const model = await slowModel(dir, int(v.ms, 200));
+      return `${model.dir}: ${model.layers} chained MatMuls`;
+    }
+    case 'identity': {
+      const dtype = v.dtype ?? 'float32';
+      if (!isDType(dtype)) throw new Error(`unknown dtype ${String(dtype)}`);
+      return `${await identityModel(dir, dtype as DType)}: identity of ${dtype}`;
+    }
+    case 'add-mul':
+      return `${await addMulModel(dir)}: sum and product`;
+    case 'affine':
+      return `${(await affineModel(dir)).dir}: affine 4 → 2`;
+    default:
+      throw new Error(`unknown command ${command}\n${USAGE}`);
+  }
+}
+
+function int(text: string | boolean | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value <= 0)
+    throw new Error(`expected a positive integer, got ${String(text)}`);
+  return value;
+}
+
+function percent(share: number): string {
+  return `${(share * 100).toFixed(1)}%`;
+}
