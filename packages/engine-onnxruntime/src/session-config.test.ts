@@ -97,14 +97,17 @@ describe('toSessionOptions', () => {
       enableCpuMemArena: false,
       enableProfiling: true,
       profileFilePrefix: '/tmp/profile/ort',
+      extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
     });
   });
 
-  it('passes thread-pool spinning as ONNX Runtime config entries', () => {
-    expect(toSessionOptions(parseSessionConfig({ allowSpinning: 'false' }, CPU)).extra).toEqual({
+  it('turns thread-pool spinning off by default, as ONNX Runtime config entries', () => {
+    expect(toSessionOptions(parseSessionConfig({}, CPU)).extra).toEqual({
       session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } },
     });
-    expect(toSessionOptions(parseSessionConfig({}, CPU))).not.toHaveProperty('extra');
+    expect(toSessionOptions(parseSessionConfig({ allowSpinning: 'true' }, CPU)).extra).toEqual({
+      session: { intra_op: { allow_spinning: '1' }, inter_op: { allow_spinning: '1' } },
+    });
   });
 
   it('leaves unset thread counts to ONNX Runtime and profiling off without a prefix', () => {

@@ -27,8 +27,8 @@ export interface OrtSessionConfig {
   readonly logSeverityLevel: 0 | 1 | 2 | 3 | 4 | undefined;
   /**
    * Whether idle thread-pool threads spin before sleeping; undefined keeps ONNX Runtime's
-   * default (spin). Spinning lowers latency on idle cores but burns cores that other
-   * sessions or processes need.
+   * default (spin). Kiln turns it off by default: its sessions share the cores with the
+   * server's event loop and with each other, and spinning threads take cores they need.
    */
   readonly allowSpinning: boolean | undefined;
 }
@@ -45,7 +45,7 @@ export const DEFAULT_SESSION_CONFIG: OrtSessionConfig = Object.freeze({
   profiling: false,
   optimizedModelFilePath: undefined,
   logSeverityLevel: undefined,
-  allowSpinning: undefined,
+  allowSpinning: false,
 });
 
 /** The `option.*` keys this engine reads (DJL's OnnxRuntime keys plus Kiln's). */
