@@ -6,15 +6,28 @@ import { EngineRegistry, type Model, Predictor, loadModel, resolveTranslator } f
 import { provider as ortProvider } from '@kiln/engine-onnxruntime';
 
 // The real pretrained SqueezeNet 1.1 beside the repository (never copied into it).
-const SHARED = path.resolve(fileURLToPath(new URL('../../../shared/models/squeezenet1_1', import.meta.url)));
+const SHARED = path.resolve(
+  fileURLToPath(new URL('../../../shared/models/squeezenet1_1', import.meta.url)),
+);
 const present = fs.existsSync(path.join(SHARED, 'model.onnx'));
 if (!present) console.warn(`[kiln] skipping SqueezeNet checks: ${SHARED} is absent`);
 
 // The model's conventions (shared/models/README.md): BGR, 0..255, no mean/std.
-const IMAGE_ARGS = { translatorFactory: 'image-classification', channels: 'BGR', range: '0-255', normalize: 'false', topK: '3' };
+const IMAGE_ARGS = {
+  translatorFactory: 'image-classification',
+  channels: 'BGR',
+  range: '0-255',
+  normalize: 'false',
+  topK: '3',
+};
 
 const EXPECTED = [
-  { image: 'kitten_224.png', args: { resize: 'false', centerCrop: 'false' }, label: 'tabby, tabby cat', p: 0.931 },
+  {
+    image: 'kitten_224.png',
+    args: { resize: 'false', centerCrop: 'false' },
+    label: 'tabby, tabby cat',
+    p: 0.931,
+  },
   { image: 'cat.jpg', args: {}, label: 'Egyptian cat', p: 0.911 },
   { image: 'dog.jpg', args: {}, label: 'golden retriever', p: 0.991 },
 ];
@@ -34,7 +47,9 @@ describe.skipIf(!present)('pretrained SqueezeNet 1.1 through the image translato
       });
       models.push(model);
       const predictor = await Predictor.create(model, await resolveTranslator(model));
-      const output = await predictor.predict({ body: fs.readFileSync(path.join(SHARED, 'images', expected.image)) });
+      const output = await predictor.predict({
+        body: fs.readFileSync(path.join(SHARED, 'images', expected.image)),
+      });
       await predictor.close();
       expect(output.type).toBe('json');
       const [top] = (output as { value: { className: string; probability: number }[] }).value;
