@@ -21,7 +21,7 @@ const IMAGE_ARGS = {
   topK: '3',
 };
 
-const EXPECTED = [
+const EXPECTED: { image: string; args: Record<string, string>; label: string; p: number }[] = [
   {
     image: 'kitten_224.png',
     args: { resize: 'false', centerCrop: 'false' },

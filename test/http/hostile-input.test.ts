@@ -41,8 +41,11 @@ const good = () =>
       ),
     ),
   );
-const post = (route: string, body: BodyInit, headers: Record<string, string> = {}) =>
-  fetch(`${t.inference}${route}`, { method: 'POST', body, headers });
+const post = (
+  route: string,
+  body: NonNullable<RequestInit['body']>,
+  headers: Record<string, string> = {},
+) => fetch(`${t.inference}${route}`, { method: 'POST', body, headers });
 
 async function stillServes(): Promise<void> {
   const response = await post('/predictions/addmul', good(), { accept: 'application/json' });
@@ -65,7 +68,7 @@ const lyingNpz = (() => {
 })();
 
 describe('bad requests get a clear JSON error and the server keeps serving', () => {
-  it.each<[string, string, BodyInit, Record<string, string>, number]>([
+  it.each<[string, string, NonNullable<RequestInit['body']>, Record<string, string>, number]>([
     [
       'malformed JSON',
       '/predictions/addmul',

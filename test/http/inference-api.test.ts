@@ -42,8 +42,11 @@ const expectAddMul = (list: NDList) => {
   expect(Array.from(list.get('sum').data as Float32Array)).toEqual([1.5, 2.5, 3.5, 6, 7, 8]);
   expect(Array.from(list.get('product').data as Float32Array)).toEqual([0.5, 1, 1.5, 8, 10, 12]);
 };
-const post = (route: string, body: BodyInit, headers: Record<string, string> = {}) =>
-  fetch(`${t.inference}${route}`, { method: 'POST', body, headers });
+const post = (
+  route: string,
+  body: NonNullable<RequestInit['body']>,
+  headers: Record<string, string> = {},
+) => fetch(`${t.inference}${route}`, { method: 'POST', body, headers });
 
 describe('GET /ping', () => {
   it('reports every model Healthy with 200', async () => {
