@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { KilnError } from '@kiln/core';
+import { envKeyFor, isLoopbackHost, loadServerConfig, parseAddress } from './server-config.js';
+
+describe('loadServerConfig', () => {
+  it('defaults to loopback listeners and DJL batching defaults', () => {
+    const config = loadServerConfig({ env: {} });
+    expect(config.inferenceAddress).toBe('http://127.0.0.1:8080');
+    expect(config.managementAddress).toBe('http://127.0.0.1:8081');
+    expect(config.metricsAddress).toBe('http://127.0.0.1:8082');
+    expect(config.modelDefaults).toMatchObject({
+      jobQueueSize: 1000,
+      batchSize: 1,
+      maxBatchDelayMs: 100,
+      maxIdleTimeS: 60,
+    });
+    expect(config.overloadStatus).toBe(503);
+    expect(config.modelStore).toBeUndefined();
+  });
+
+  it('layers defaults < file < KILN_* environment < overrides', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-config-'));
+    const file = path.join(dir, 'config.properties');
+    fs.writeFileSync(
+      file,
+      'batch_size=4\nmax_batch_delay=20\nmodel_store=store\noverload_status=429\n',
+    );
+    const config = loadServerConfig({
+      file,
+      env: { [envKeyFor('max_batch_delay')]: '30', KILN_JOB_QUEUE_SIZE: '7' },
+      overrides: { job_queue_size: '9' },
+    });
+    expect(config.modelDefaults).toMatchObject({
+      batchSize: 4,
+      maxBatchDelayMs: 30,
+      jobQueueSize: 9,
+    });
+    expect(config.modelStore).toBe(path.join(dir, 'store'));
+    expect(config.overloadStatus).toBe(429);
+    fs.rmSync(dir, { recursive: true });
+  });
+
+  it.each([
+    [{ overload_status: '500' }, /503 or 429/],
+    [{ batch_size: '0' }, /batch_size/],
+    [{ max_request_size: 'lots' }, /max_request_size/],
+    [{ inference_address: 'https://0.0.0.0:8443' }, /only http/],
+    [{ metrics_address: 'not a url' }, /not a URL/],
+  ])('refuses %o with INVALID_CONFIG', (overrides, message) => {
+    const attempt = () => loadServerConfig({ env: {}, overrides });
+    expect(attempt).toThrow(KilnError);
+    expect(attempt).toThrow(message);
+  });
+
+  it('refuses unknown keys in the file, naming them', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-config-'));
+    const file = path.join(dir, 'config.properties');
+    fs.writeFileSync(file, 'inference_adress=http://127.0.0.1:1\n');
+    expect(() => loadServerConfig({ file, env: {} })).toThrow(/inference_adress/);
+    fs.rmSync(dir, { recursive: true });
+  });
+});
+
+describe('addresses', () => {
+  it('parses hosts and ports, IPv6 included', () => {
+    expect(parseAddress('http://127.0.0.1:8080')).toEqual({ host: '127.0.0.1', port: 8080 });
+    expect(parseAddress('http://[::1]:9000')).toEqual({ host: '::1', port: 9000 });
+  });
+
+  it('knows which hosts are loopback', () => {
+    for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1'])
+      expect(isLoopbackHost(host)).toBe(true);
+    for (const host of ['0.0.0.0', '::', '10.0.0.1', 'example.com'])
+      expect(isLoopbackHost(host)).toBe(false);
+  });
+});
