@@ -1,0 +1,101 @@
+import {
+  type ForwardOptions,
+  KilnError,
+  KilnErrorCode,
+  type ModelLoadRequest,
+  type NDList,
+} from '@kiln/core';
+import { cancelledError } from '../execution/cancellation.js';
+import { TfModelRunner } from '../execution/model-runner.js';
+import { type TfModelSpec, loadTfModel } from '../model/load-model.js';
+import { memoryOf } from '../runtime/memory.js';
+import type { TfRuntime } from '../runtime/resolve-runtime.js';
+import type { TfMemoryInfo } from '../runtime/tfjs-api.js';
+import { type TfExecutionContext, TfModelBase } from './model-base.js';
+import type { TfPlacement } from './placement.js';
+
+/**
+ * Models run in this thread. Used inside worker threads (a worker pool's, or Kiln's own),
+ * where blocking the thread during inference is the point.
+ */
+export class InlinePlacement implements TfPlacement {
+  readonly description = 'in this worker thread';
+
+  constructor(private readonly runtime: TfRuntime) {}
+
+  get facts() {
+    return this.runtime.facts;
+  }
+
+  async loadModel(spec: TfModelSpec, request: ModelLoadRequest): Promise<TfModelBase> {
+    const model = await loadTfModel(this.runtime, spec);
+    return new InlineModel(
+      request,
+      new TfModelRunner(this.runtime, spec.name, model),
+      this.runtime,
+    );
+  }
+}
+
+class InlineModel extends TfModelBase {
+  private readonly contexts = new Set<InlineContext>();
+  private disposed = false;
+
+  constructor(
+    request: ModelLoadRequest,
+    private readonly runner: TfModelRunner,
+    private readonly runtime: TfRuntime,
+  ) {
+    super(request, runner.model, {
+      backend: runtime.facts.backend,
+      runsIn: 'the loading worker thread',
+    });
+  }
+
+  newExecutionContext(): Promise<TfExecutionContext> {
+    if (this.disposed)
+      return Promise.reject(new KilnError(KilnErrorCode.Closed, `model ${this.name} is disposed`));
+    const context = new InlineContext(this.runner, this.runtime, () =>
+      this.contexts.delete(context),
+    );
+    this.contexts.add(context);
+    return Promise.resolve(context);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    await Promise.all([...this.contexts].map((c) => c.close()));
+    this.runner.dispose();
+  }
+}
+
+/** Contexts of one model share its weights; the runner serialises their runs. */
+class InlineContext implements TfExecutionContext {
+  private closed = false;
+
+  constructor(
+    private readonly runner: TfModelRunner,
+    private readonly runtime: TfRuntime,
+    private readonly onClose: () => void,
+  ) {}
+
+  forward(input: NDList, options: ForwardOptions = {}): Promise<NDList> {
+    if (this.closed)
+      return Promise.reject(new KilnError(KilnErrorCode.Closed, 'execution context is closed'));
+    if (options.signal?.aborted) return Promise.reject(cancelledError(options.signal));
+    return this.runner.run(input);
+  }
+
+  memory(): Promise<TfMemoryInfo> {
+    return Promise.resolve(memoryOf(this.runtime.tf));
+  }
+
+  close(): Promise<void> {
+    if (!this.closed) {
+      this.closed = true;
+      this.onClose();
+    }
+    return Promise.resolve();
+  }
+}

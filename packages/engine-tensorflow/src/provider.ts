@@ -1,0 +1,61 @@
+import { isMainThread } from 'node:worker_threads';
+import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
+import { InlinePlacement } from './engine/inline-placement.js';
+import { startEngineHost } from './engine/engine-host.js';
+import { HostedPlacement } from './engine/hosted-placement.js';
+import { TENSORFLOW_ENGINE_NAME } from './engine/model-base.js';
+import { TfEngine } from './engine/tf-engine.js';
+import { SAVED_MODEL_FILES, TFJS_MODEL_FILE } from './io/locate-model.js';
+import { type TfBackendName, backendPreference } from './runtime/backends.js';
+import { resolveRuntime } from './runtime/resolve-runtime.js';
+import {
+  type TfThreadOptions,
+  describeThreads,
+  exportThreadOptions,
+} from './runtime/thread-settings.js';
+
+/** Below OnnxRuntime (10) and PyTorch (9): chosen by rank only when they cannot load. */
+export const TENSORFLOW_ENGINE_RANK = 8;
+
+export interface TensorFlowEngineOptions extends TfThreadOptions {
+  /** Preference when no engine is named; 8 by default. */
+  readonly rank?: number;
+  /**
+   * One backend to force, or several to try, best first. Default: KILN_TENSORFLOW_BACKEND
+   * when set, else tfjs-node-gpu, tfjs-node, wasm, cpu.
+   */
+  readonly backend?: TfBackendName | readonly TfBackendName[];
+  /** Environment to read KILN_TENSORFLOW_BACKEND from and write thread settings to (default process.env). */
+  readonly env?: Record<string, string | undefined>;
+}
+
+/**
+ * A TensorFlow engine provider. Loading it picks the best tfjs backend that works here; on
+ * the main thread models then run in worker threads, inside a worker thread they run inline.
+ */
+export function createTensorFlowEngine(options: TensorFlowEngineOptions = {}): EngineProvider {
+  return {
+    specificationVersion: ENGINE_SPECIFICATION_VERSION,
+    name: TENSORFLOW_ENGINE_NAME,
+    rank: options.rank ?? TENSORFLOW_ENGINE_RANK,
+    recognizes: (fileNames) =>
+      fileNames.some(
+        (f) => f === TFJS_MODEL_FILE || (SAVED_MODEL_FILES as readonly string[]).includes(f),
+      ),
+    load: () => loadEngine(options),
+  };
+}
+
+/** The default TensorFlow provider (every backend, best first). */
+export const provider: EngineProvider = createTensorFlowEngine();
+
+async function loadEngine(options: TensorFlowEngineOptions): Promise<TfEngine> {
+  const env = options.env ?? process.env;
+  const backends = backendPreference(options.backend, env);
+  // Native TensorFlow reads its thread settings once, when the first thread loads it.
+  exportThreadOptions(options, env, isMainThread);
+  const placement = isMainThread
+    ? new HostedPlacement(await startEngineHost(backends))
+    : new InlinePlacement(await resolveRuntime(backends));
+  return new TfEngine(placement, describeThreads(placement.facts, options, isMainThread));
+}
