@@ -127,6 +127,33 @@ describe('model lifecycle', () => {
   });
 });
 
+describe('clients that go away', () => {
+  it('cancel their queued request, which then never runs', async () => {
+    const t = await startTestServer({ models: [`slow=${slow}`] });
+    try {
+      await t.settled();
+      const first = predictSlow(t);
+      await sleep(30);
+      const controller = new AbortController();
+      const abandoned = fetch(`${t.inference}/predictions/slow`, {
+        method: 'POST',
+        body: slowBody,
+        headers: { 'content-type': 'application/json' },
+        signal: controller.signal,
+      }).catch((error: unknown) => error);
+      await sleep(30);
+      controller.abort();
+      await abandoned;
+      expect((await first).status).toBe(200);
+      const pool = t.server.models.get('slow').pool!;
+      for (let i = 0; i < 100 && pool.stats().totals.cancelled === 0; i++) await sleep(10);
+      expect(pool.stats().totals).toMatchObject({ cancelled: 1, succeeded: 1 });
+    } finally {
+      await t.stop();
+    }
+  });
+});
+
 describe('kiln serve under SIGTERM', () => {
   it('stops accepting, drains in-flight requests, then exits 0', async () => {
     const bin = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));

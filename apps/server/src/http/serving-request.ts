@@ -9,6 +9,7 @@ import {
   encodeTensors,
   formatForAccept,
 } from '@kiln/core';
+import type { JobHandle } from '@kiln/batching';
 import { type BodyLimits, readBody, readMultipart } from './read-body.js';
 
 /**
@@ -61,14 +62,16 @@ export function writeServingOutput(ctx: Context, output: ServingOutput): void {
   ctx.body = Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength);
 }
 
-/** An AbortSignal that fires when the client goes away before its answer is written. */
-export function clientGone(ctx: Context): AbortSignal {
-  const controller = new AbortController();
-  ctx.res.once('close', () => {
-    if (!ctx.res.writableFinished)
-      controller.abort(new KilnError(KilnErrorCode.Cancelled, 'client closed the connection'));
-  });
-  return controller.signal;
+/**
+ * Cancels a queued or running request when its client goes away before the answer is
+ * written, so that nobody's work is spent on it; returns the answer.
+ */
+export function answerUnlessGone<O>(ctx: Context, handle: JobHandle<O>): Promise<O> {
+  const onClose = () => {
+    if (!ctx.res.writableFinished) handle.cancel('client closed the connection');
+  };
+  ctx.res.once('close', onClose);
+  return handle.result.finally(() => ctx.res.off('close', onClose));
 }
 
 function pickHeaders(ctx: Context): Record<string, string> {

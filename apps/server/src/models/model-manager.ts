@@ -8,6 +8,7 @@ import {
   parseModelUrl,
   resolveTranslator,
 } from '@kiln/core';
+import type { JobHandle } from '@kiln/batching';
 import {
   type WorkerPool,
   type WorkerPoolSettingsInput,
@@ -31,10 +32,6 @@ export interface RegisterRequest {
   readonly minWorkers?: number;
   readonly maxWorkers?: number;
   readonly jobQueueSize?: number;
-}
-
-export interface PredictRequestOptions {
-  readonly signal?: AbortSignal;
 }
 
 /**
@@ -158,13 +155,11 @@ export class ModelManager {
       : [describeEntry(this.get(name, version))];
   }
 
-  /** Queues one request for a model; rejects at once when the model cannot take it. */
-  predict(
-    name: string,
-    version: string | undefined,
-    input: ServingInput,
-    options: PredictRequestOptions = {},
-  ): Promise<ServingOutput> {
+  /**
+   * Queues one request for a model and returns its handle (await `result`, or `cancel()`);
+   * throws at once when the model cannot take it.
+   */
+  submit(name: string, version: string | undefined, input: ServingInput): JobHandle<ServingOutput> {
     const entry = this.get(name, version);
     if (entry.state !== 'READY' || !entry.pool) {
       const why =
@@ -173,14 +168,12 @@ export class ModelManager {
           : entry.state === 'PENDING'
             ? 'is still loading'
             : 'is being unloaded';
-      return Promise.reject(
-        new KilnError(
-          entry.state === 'FAILED' ? KilnErrorCode.ModelLoadFailed : KilnErrorCode.ModelNotReady,
-          `model ${name} ${why}`,
-        ),
+      throw new KilnError(
+        entry.state === 'FAILED' ? KilnErrorCode.ModelLoadFailed : KilnErrorCode.ModelNotReady,
+        `model ${name} ${why}`,
       );
     }
-    return entry.pool.submit(input, options.signal ? { signal: options.signal } : {}).result;
+    return entry.pool.submit(input);
   }
 
   async scale(

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { pingStatus } from '../models/model-entry.js';
-import { clientGone, servingInputFrom, writeServingOutput } from '../http/serving-request.js';
+import { answerUnlessGone, servingInputFrom, writeServingOutput } from '../http/serving-request.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
 /** DJL Serving's inference API: /ping, /predictions and SageMaker's /invocations. */
@@ -29,7 +29,7 @@ export function inferenceRoutes(server: ServerContext): Router {
     if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
     server.models.get(name, version);
     const input = await servingInputFrom(ctx, bodyLimits(server));
-    const output = await server.models.predict(name, version, input, { signal: clientGone(ctx) });
+    const output = await answerUnlessGone(ctx, server.models.submit(name, version, input));
     writeServingOutput(ctx, output);
   };
 

@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { KilnError, KilnErrorCode, dtypeNames } from '@kiln/core';
 import { pingStatus, type ModelEntry } from '../models/model-entry.js';
 import { readBody } from '../http/read-body.js';
-import { clientGone } from '../http/serving-request.js';
+import { answerUnlessGone } from '../http/serving-request.js';
 import { BINARY_HEADER, buildV2Reply, parseV2Request } from './v2-infer.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
@@ -70,11 +70,12 @@ export function v2Routes(server: ServerContext): Router {
     ctx.state.model = entry.name;
     const body = await readBody(ctx.req, bodyLimits(server));
     const request = parseV2Request(body, ctx.get(BINARY_HEADER) || undefined);
-    const output = await server.models.predict(
-      entry.name,
-      ctx.params.version,
-      { tensors: request.inputs, rawTensors: true },
-      { signal: clientGone(ctx) },
+    const output = await answerUnlessGone(
+      ctx,
+      server.models.submit(entry.name, ctx.params.version, {
+        tensors: request.inputs,
+        rawTensors: true,
+      }),
     );
     if (output.type !== 'tensors') {
       throw new KilnError(
