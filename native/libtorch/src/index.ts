@@ -1,1 +1,2 @@
-export {};
+export * from './binding.js';
+export * from './loader.js';

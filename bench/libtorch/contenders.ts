@@ -1,0 +1,133 @@
+import { type ChildProcessByStdio, execFile, spawn } from 'node:child_process';
+import { existsSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import type { Readable, Writable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const HERE = dirname(fileURLToPath(import.meta.url));
+export const PYTHON = '/usr/bin/python3';
+const BASELINE_BUILD = join(HERE, 'build');
+const BASELINE = join(BASELINE_BUILD, 'kiln_libtorch_baseline');
+const BIG = { maxBuffer: 64 * 1024 * 1024, timeout: 600_000 };
+
+/** Environment of every measured process (set OMP_WAIT_POLICY here to compare like with like). */
+export const childEnv: Record<string, string | undefined> = { ...process.env };
+
+export type Contender = 'kiln' | 'cpp' | 'python';
+
+export interface LoopSpec {
+  readonly modelDir: string;
+  readonly threads: number;
+  readonly batch: number;
+}
+
+/**
+ * A contender's process with its model loaded: it runs forwards when asked and stays idle in
+ * between, so processes measured in turn never compete for the cores.
+ */
+export class Runner {
+  private readonly lines: AsyncIterator<string>;
+
+  private constructor(private readonly child: ChildProcessByStdio<Writable, Readable, null>) {
+    this.lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  }
+
+  static async start(
+    contender: Contender,
+    spec: LoopSpec,
+    kilnOptions: readonly string[] = [],
+  ): Promise<Runner> {
+    const model = join(spec.modelDir, 'model.pt');
+    const numbers = [String(spec.threads), String(spec.batch)];
+    const [file, args] =
+      contender === 'cpp'
+        ? [BASELINE, [model, ...numbers]]
+        : contender === 'python'
+          ? [PYTHON, [join(HERE, 'python_loop.py'), model, ...numbers]]
+          : [
+              process.execPath,
+              [
+                '--import',
+                'tsx',
+                join(HERE, 'kiln-loop.ts'),
+                spec.modelDir,
+                ...numbers,
+                ...kilnOptions,
+              ],
+            ];
+    const child = spawn(file, args, {
+      env: childEnv,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    const runner = new Runner(child);
+    const first = await runner.lines.next();
+    if (first.done || first.value !== 'ready')
+      throw new Error(`${contender} runner did not start (${String(first.value)})`);
+    return runner;
+  }
+
+  /** Runs `count` forwards; their times in milliseconds. */
+  async forwards(count: number): Promise<number[]> {
+    this.child.stdin.write(`${count}\n`);
+    const line = await this.lines.next();
+    if (line.done) throw new Error('runner exited');
+    return (JSON.parse(line.value) as { ms: number[] }).ms;
+  }
+
+  async close(): Promise<void> {
+    const exited = new Promise((resolve) => this.child.once('exit', resolve));
+    this.child.stdin.end('\n');
+    await exited;
+  }
+}
+
+export async function memory(
+  modelDir: string,
+  mode: 'shared' | 'separate',
+  count: number,
+  rounds: number,
+) {
+  const { stdout } = await run(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(HERE, 'kiln-memory.ts'),
+      modelDir,
+      mode,
+      String(count),
+      String(rounds),
+    ],
+    { ...BIG, env: childEnv },
+  );
+  return JSON.parse(stdout.trim().split('\n').pop()!) as { rssMiB: number; peakMiB: number };
+}
+
+/** Writes torchvision's ResNet-18 (random weights) scripted to `file` with Debian's Python torch. */
+export async function makeResnet(file: string): Promise<void> {
+  await run(PYTHON, [join(HERE, 'make_resnet.py'), file], BIG);
+}
+
+/** Builds the C++ baseline against the same LibTorch, unless it is newer than its source. */
+export async function buildBaseline(): Promise<void> {
+  if (
+    existsSync(BASELINE) &&
+    statSync(BASELINE).mtimeMs >= statSync(join(HERE, 'baseline.cc')).mtimeMs
+  )
+    return;
+  await run(
+    'cmake',
+    ['-S', HERE, '-B', BASELINE_BUILD, '-G', 'Ninja', '-DCMAKE_BUILD_TYPE=Release'],
+    BIG,
+  );
+  await run('cmake', ['--build', BASELINE_BUILD, '--parallel', '2'], BIG);
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}

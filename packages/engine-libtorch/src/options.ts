@@ -1,0 +1,143 @@
+import { availableParallelism } from 'node:os';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+
+/**
+ * Engine-wide settings of the PyTorch engine (DJL's `ai.djl.pytorch.*` properties). Every one
+ * is also a per-model `option.*` key of serving.properties, which takes precedence.
+ */
+export interface LibTorchEngineOptions {
+  /** Preference when no engine is named; 10 by default. */
+  readonly rank?: number;
+  /** Intra-op threads per forward (`num_threads`); default: every core. */
+  readonly numThreads?: number;
+  /** Inter-op pool size (`num_interop_threads`); fixed once per process by LibTorch. */
+  readonly numInteropThreads?: number;
+  /** Graph-executor optimizer (`graph_optimizer`); default true. */
+  readonly graphOptimizer?: boolean;
+  /** oneDNN / MKLDNN kernels (`use_mkldnn`); default: LibTorch's (on). */
+  readonly useMkldnn?: boolean;
+  /** cuDNN (`use_cudnn`); meaningful on CUDA builds; default: LibTorch's (on). */
+  readonly useCudnn?: boolean;
+  /** cuDNN autotuning (`cudnn_benchmark`); default: LibTorch's (off). */
+  readonly cudnnBenchmark?: boolean;
+  /** Freeze and fuse after load (`optimize_for_inference`); default false. */
+  readonly optimizeForInference?: boolean;
+}
+
+/** What one model runs with: its options over the engine's, with defaults filled in. */
+export interface PtModelSettings {
+  readonly numThreads: number;
+  readonly numInteropThreads: number | undefined;
+  readonly graphOptimizer: boolean;
+  readonly useMkldnn: boolean | undefined;
+  readonly useCudnn: boolean | undefined;
+  readonly cudnnBenchmark: boolean | undefined;
+  readonly optimizeForInference: boolean;
+  /** DJL's `mapLocation`: deserialize straight onto the model's device (default true). */
+  readonly mapLocation: boolean;
+  /** DJL's `extraFiles`: names of files in the archive to read back. */
+  readonly extraFiles: readonly string[];
+  /** Input shapes run at load (`warmup`); see parseWarmup. */
+  readonly warmup: string | undefined;
+  /** Forwards per warm-up shape (`warmup_iterations`, default 2: profile, then optimize). */
+  readonly warmupIterations: number;
+}
+
+/** The `option.*` keys this engine reads. Others are left to translators and other engines. */
+export const PT_OPTION_KEYS = [
+  'num_threads',
+  'num_interop_threads',
+  'graph_optimizer',
+  'use_mkldnn',
+  'use_cudnn',
+  'cudnn_benchmark',
+  'optimize_for_inference',
+  'mapLocation',
+  'extraFiles',
+  'warmup',
+  'warmup_iterations',
+] as const;
+
+export function resolveModelSettings(
+  options: Readonly<Record<string, string>>,
+  engine: LibTorchEngineOptions = {},
+): PtModelSettings {
+  return {
+    numThreads: int(options, 'num_threads', 1) ?? engine.numThreads ?? availableParallelism(),
+    numInteropThreads: int(options, 'num_interop_threads', 1) ?? engine.numInteropThreads,
+    graphOptimizer: bool(options, 'graph_optimizer') ?? engine.graphOptimizer ?? true,
+    useMkldnn: bool(options, 'use_mkldnn') ?? engine.useMkldnn,
+    useCudnn: bool(options, 'use_cudnn') ?? engine.useCudnn,
+    cudnnBenchmark: bool(options, 'cudnn_benchmark') ?? engine.cudnnBenchmark,
+    optimizeForInference:
+      bool(options, 'optimize_for_inference') ?? engine.optimizeForInference ?? false,
+    mapLocation: bool(options, 'mapLocation') ?? true,
+    extraFiles: (options.extraFiles ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+    warmup: options.warmup?.trim() || undefined,
+    warmupIterations: int(options, 'warmup_iterations', 1) ?? 2,
+  };
+}
+
+/** Engine options from the environment (`KILN_PYTORCH_NUM_THREADS`…), for the default provider. */
+export function engineOptionsFromEnv(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): LibTorchEngineOptions {
+  const read: Record<string, string> = {};
+  for (const key of [
+    'num_threads',
+    'num_interop_threads',
+    'graph_optimizer',
+    'use_mkldnn',
+    'use_cudnn',
+    'cudnn_benchmark',
+    'optimize_for_inference',
+  ]) {
+    const value = env[`KILN_PYTORCH_${key.toUpperCase()}`];
+    if (value !== undefined && value.trim() !== '') read[key] = value;
+  }
+  const settings = resolveModelSettings(read);
+  return {
+    numThreads: read.num_threads === undefined ? undefined : settings.numThreads,
+    numInteropThreads: settings.numInteropThreads,
+    graphOptimizer: read.graph_optimizer === undefined ? undefined : settings.graphOptimizer,
+    useMkldnn: settings.useMkldnn,
+    useCudnn: settings.useCudnn,
+    cudnnBenchmark: settings.cudnnBenchmark,
+    optimizeForInference:
+      read.optimize_for_inference === undefined ? undefined : settings.optimizeForInference,
+  };
+}
+
+const TRUE = new Set(['true', '1', 'yes', 'on']);
+const FALSE = new Set(['false', '0', 'no', 'off']);
+
+function bool(options: Readonly<Record<string, string>>, key: string): boolean | undefined {
+  const text = options[key]?.trim().toLowerCase();
+  if (text === undefined || text === '') return undefined;
+  if (TRUE.has(text)) return true;
+  if (FALSE.has(text)) return false;
+  throw new KilnError(
+    KilnErrorCode.InvalidConfig,
+    `option.${key}=${options[key]} must be true or false`,
+  );
+}
+
+function int(
+  options: Readonly<Record<string, string>>,
+  key: string,
+  min: number,
+): number | undefined {
+  const text = options[key]?.trim();
+  if (text === undefined || text === '') return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > 4096) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `option.${key}=${options[key]} must be an integer from ${min} to 4096`,
+    );
+  }
+  return value;
+}
