@@ -14,6 +14,7 @@ packages=(
   libopenblas0-pthread   # faster BLAS for LibTorch's non-oneDNN paths
   python3-torch python3-torchvision python3-numpy  # TorchScript fixtures, Python baselines, numpy cross-checks
   chromium               # headless check of the benchmark's HTML report
+  wrk                    # HTTP load client for bench/server
 )
 if [ "${KILN_SKIP_APT:-}" != "1" ]; then
   sudo=""

@@ -1,11 +1,11 @@
 // bench/server: Kiln over HTTP against Kiln in-process, and against a hand-written Koa +
-// onnxruntime-node server, on a ResNet-18-class model and on a tiny model. All figures of a
-// run come from the same machine state: contenders are interleaved over rounds.
-//   node --import tsx bench/server/run.ts [--seconds 10] [--rounds 2]
+// onnxruntime-node server, on a ResNet-18-class model, a small MLP and a tiny model. All figures
+// of a run come from the same machine state: contenders are interleaved over rounds.
+//   node --import tsx bench/server/run.ts [--seconds 10] [--rounds 2] [--only resnet18,mlp,tiny]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { resnetModel, tinyModel } from '@kiln/model-tools';
+import { mlpModel, resnetModel, tinyModel } from '@kiln/model-tools';
 import {
   type RunningServer,
   type Workload,
@@ -15,7 +15,13 @@ import {
   startNaive,
   v2BinaryRequest,
 } from './contenders.js';
-import { type LoadResult, pingWhile, runLoad } from './load-generator.js';
+import {
+  type LoadOptions,
+  type LoadResult,
+  pingWhile,
+  runLoad as runNodeLoad,
+} from './load-generator.js';
+import { runWrk, wrkAvailable } from './wrk-load.js';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number) => {
@@ -24,12 +30,21 @@ const flag = (name: string, fallback: number) => {
 };
 const seconds = flag('seconds', 10);
 const rounds = flag('rounds', 2);
+// wrk leaves the cores to the servers; the Node client is the fallback where wrk is missing.
+const useWrk = wrkAvailable();
+const runLoad = async (options: LoadOptions): Promise<LoadResult> =>
+  useWrk ? runWrk(options) : runNodeLoad(options);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-server-'));
 
 async function prepare(): Promise<Workload[]> {
   const resnetDir = path.join(root, 'resnet18');
   await resnetModel(resnetDir, { depth: 18 });
   const tinyDir = await tinyModel(path.join(root, 'tiny'));
+  const mlp = await mlpModel(path.join(root, 'mlp'), {
+    inputSize: 1024,
+    hidden: [2048, 2048],
+    outputSize: 1000,
+  });
   const workloads: Workload[] = [
     // ResNet: two workers, one intra-op thread each (the pool's budget on 2 cores), no batching.
     {
@@ -41,7 +56,18 @@ async function prepare(): Promise<Workload[]> {
       concurrency: 8,
       properties: { minWorkers: '2', maxWorkers: '2', batch_size: '1' },
     },
-    // Tiny: per-request overhead dominates; dynamic batching amortises it.
+    // A small MLP whose 8.5 M weights are read once per run: at batch 1 that traffic, not the
+    // arithmetic, is the cost of a request, and dynamic batching shares it.
+    {
+      label: 'mlp',
+      modelDir: mlp.dir,
+      modelName: 'mlp',
+      inputName: 'x',
+      dims: [1, 1024],
+      concurrency: 64,
+      properties: { minWorkers: '1', maxWorkers: '1', batch_size: '32', max_batch_delay: '2' },
+    },
+    // Tiny (Add + Relu): nothing to amortise, so this shows the fixed cost of each request.
     {
       label: 'tiny',
       modelDir: tinyDir,
@@ -155,9 +181,10 @@ async function benchWorkload(w: Workload, portBase: number): Promise<Record<stri
   return samples;
 }
 
-const workloads = await prepare();
+const only = args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : undefined;
+const workloads = (await prepare()).filter((w) => !only || only.includes(w.label));
 console.log(
-  `bench/server: ${os.cpus().length} cores, ${seconds}s per measurement, ${rounds} interleaved rounds (medians)`,
+  `bench/server: ${os.cpus().length} cores, ${seconds}s per measurement, ${rounds} interleaved rounds (medians), client ${useWrk ? 'wrk' : 'node'}`,
 );
 let port = 18400;
 for (const w of workloads) {
