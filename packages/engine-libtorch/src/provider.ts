@@ -14,6 +14,8 @@ export function createLibTorchEngine(options: LibTorchEngineOptions = {}): Engin
     specificationVersion: ENGINE_SPECIFICATION_VERSION,
     name: ENGINE_NAME,
     rank: options.rank ?? 9,
+    // Forwards run on the addon's own threads and every context shares one loaded module.
+    sharesLoadedModel: true,
     recognizes: (fileNames) => fileNames.some(isTorchScriptFile),
     load: async () =>
       new PtEngine(libtorch(), { ...engineOptionsFromEnv(), ...definedOnly(options) }),
