@@ -22,3 +22,4 @@ export * from './workers/spawn-worker.js';
 export * from './workers/transfer.js';
 export * from './codecs/index.js';
 export * from './translators/index.js';
+export * from './loading/model-file.js';
