@@ -22,6 +22,7 @@ import {
   loadModel,
   parseDevice,
   resolveTranslator,
+  withRawTensorPath,
   servingInputFromMessage,
   servingOutputToMessage,
 } from '@kiln/core';
@@ -87,7 +88,8 @@ async function start(): Promise<{
     ...(init.recipe.overrides ? { overrides: init.recipe.overrides } : {}),
   });
   try {
-    const translator = await translatorFor(model);
+    // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
+    const translator = withRawTensorPath(await translatorFor(model));
     const plan = planThreads({ ...init.threads, engineOptions: model.properties.options });
     const predictor = await Predictor.create(model, translator, {
       ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),

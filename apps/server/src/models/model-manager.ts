@@ -7,6 +7,7 @@ import {
   loadModel,
   parseModelUrl,
   resolveTranslator,
+  withRawTensorPath,
 } from '@kiln/core';
 import type { JobHandle } from '@kiln/batching';
 import {
@@ -281,7 +282,7 @@ export class ModelManager {
       overrides: this.overrides(request),
       ...this.sourceOptions(),
     });
-    const translator = await resolveTranslator(model);
+    const translator = withRawTensorPath(await resolveTranslator(model));
     return createWorkerPool({ name: entry.name, model: { shared: model, translator }, settings });
   }
 

@@ -8,3 +8,4 @@ export * from './image-classification.js';
 export * from './translator-plugin.js';
 export * from './translator-factories.js';
 export { TranslatorArguments } from './translator-arguments.js';
+export * from './raw-tensor-path.js';

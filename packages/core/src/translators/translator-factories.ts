@@ -1,4 +1,3 @@
-import { withRawTensorPath } from './raw-tensor-path.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import type { Model } from '../model/model.js';
 import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
@@ -90,7 +89,7 @@ export async function resolveTranslator(
       `translator factory ${factory.name} failed`,
     );
   }
-  return withRawTensorPath(assertTranslator(translator, `translator factory ${factory.name}`));
+  return assertTranslator(translator, `translator factory ${factory.name}`);
 }
 
 async function factoryFor(
