@@ -138,10 +138,14 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     'listening',
   );
 
-  for (const url of [...startupModels(config), ...(options.models ?? [])]) {
-    models.register({ url }).then(
-      (entry) =>
-        entry.loading.then(() =>
+  // Registered one after another (loading still runs in the background), so that the first
+  // version given for a name is its default, whatever order the inspections finish in.
+  const startup = [...startupModels(config), ...(options.models ?? [])];
+  void (async () => {
+    for (const url of startup) {
+      try {
+        const entry = await models.register({ url });
+        void entry.loading.then(() =>
           entry.state === 'READY'
             ? log.info(
                 {
@@ -152,14 +156,15 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
                 'model ready',
               )
             : log.error({ model: entry.name, error: entry.error }, 'model failed to load'),
-        ),
-      (error: unknown) =>
+        );
+      } catch (error) {
         log.error(
           { url, error: error instanceof Error ? error.message : String(error) },
           'model not registered',
-        ),
-    );
-  }
+        );
+      }
+    }
+  })();
 
   let stopping: Promise<void> | undefined;
   return {
