@@ -12,7 +12,11 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CPU, NDList, Tensor, servingPropertiesFrom } from '@kiln/core';
-import { OrtModel, type SessionThreadPolicy } from '@kiln/engine-onnxruntime';
+import {
+  DEFAULT_SESSION_CONFIG,
+  OrtModel,
+  type SessionThreadPolicy,
+} from '@kiln/engine-onnxruntime';
 import { MODEL_FILE, resnetModel, tinyModel } from '@kiln/model-tools';
 import ort from 'onnxruntime-node';
 import { kilnContender, rawOrtContender } from './contenders.js';
@@ -33,7 +37,8 @@ const threads = Number(args.threads);
 const tinyRounds = Number(args['tiny-rounds']);
 const tinyCalls = Number(args['tiny-calls']);
 
-const spinning = args['allow-spinning'];
+// Both contenders spin the same way: Kiln's default unless --allow-spinning says otherwise.
+const spinning = args['allow-spinning'] ?? String(DEFAULT_SESSION_CONFIG.allowSpinning);
 const spinFlag = spinning === undefined ? undefined : spinning === 'true' ? '1' : '0';
 const sessionOptions = {
   intraOpNumThreads: threads,
