@@ -442,7 +442,8 @@ export class WorkerPool<I, O> {
     this.events.emit(event, { jobId, error });
   }
 
-  private status(): PoolStatus {
+  /** The pool's health as `/ping` reports it; cheap enough to ask on every health check. */
+  status(): PoolStatus {
     if (this.closing || this.groups.every((g) => g.limits.maxWorkers === 0)) return 'Unhealthy';
     const serving = this.groups.some((g) => g.countIn('idle') + g.countIn('busy') > 0);
     if (serving) return 'Healthy';

@@ -27,7 +27,7 @@ export function pingStatus(entry: ModelEntry): 'Healthy' | 'Unhealthy' | 'FAILED
   if (entry.state === 'FAILED') return 'FAILED';
   if (entry.state === 'PENDING') return 'PENDING';
   if (entry.state === 'UNLOADING' || !entry.pool) return 'Unhealthy';
-  const status = entry.pool.describe().status;
+  const status = entry.pool.status();
   return status === 'Healthy' ? 'Healthy' : status === 'FAILED' ? 'FAILED' : 'Unhealthy';
 }
 
