@@ -200,7 +200,7 @@ export class PoolWorker<I, O> {
     const controller = new AbortController();
     this.batchController = controller;
     this.inFlight = jobs.map((j) => j.job);
-    const unwatch = this.watch(this.inFlight, takenAt, controller);
+    const unwatch = this.watch(this.inFlight, controller);
     let run: BatchRun<O> | undefined;
     let error: KilnError | undefined;
     try {
@@ -246,7 +246,7 @@ export class PoolWorker<I, O> {
    * Fails jobs that reach their deadline while running, and aborts the run once no job of
    * the batch waits for it any more. Returns the function that stops watching.
    */
-  private watch(jobs: readonly Job<I, O>[], now: number, controller: AbortController): () => void {
+  private watch(jobs: readonly Job<I, O>[], controller: AbortController): () => void {
     let hung: unknown;
     const check = () => {
       if (controller.signal.aborted || !jobs.every((job) => job.settled)) return;
@@ -255,19 +255,28 @@ export class PoolWorker<I, O> {
     };
     // The job settles right after its signal fires, so look once the cancel has finished.
     const onAbort = () => queueMicrotask(check);
-    const timers = jobs.flatMap((job) => {
-      job.signal?.addEventListener('abort', onAbort);
-      if (job.deadline === undefined) return [];
-      return [
-        this.clock.setTimeout(() => {
-          this.expire(job);
+    for (const job of jobs) job.signal?.addEventListener('abort', onAbort);
+    // One timer for the batch, at its earliest deadline, instead of one per job.
+    let deadlineTimer: unknown;
+    const armDeadline = () => {
+      const pending = jobs.filter((job) => !job.settled && job.deadline !== undefined);
+      if (pending.length === 0) return;
+      const next = Math.min(...pending.map((job) => job.deadline!));
+      deadlineTimer = this.clock.setTimeout(
+        () => {
+          deadlineTimer = undefined;
+          const at = this.clock.now();
+          for (const job of pending) if (job.deadline! <= at) this.expire(job);
           check();
-        }, job.deadline - now),
-      ];
-    });
+          armDeadline();
+        },
+        Math.max(0, next - this.clock.now()),
+      );
+    };
+    armDeadline();
     return () => {
       if (hung !== undefined) this.clock.clearTimeout(hung);
-      for (const timer of timers) this.clock.clearTimeout(timer);
+      if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
       for (const job of jobs) job.signal?.removeEventListener('abort', onAbort);
     };
   }
