@@ -32,7 +32,7 @@ describe('planThreads', () => {
     });
   });
 
-  it('leaves threads the user set in engine options or OMP_NUM_THREADS alone', () => {
+  it('follows the threads the user set in engine options or OMP_NUM_THREADS', () => {
     for (const key of ['intraOpNumThreads', 'num_threads', 'numThreads']) {
       expect(planThreads({ cores: 8, cpuWorkers: 2, engineOptions: { [key]: '6' } })).toMatchObject(
         {
@@ -42,7 +42,13 @@ describe('planThreads', () => {
         },
       );
     }
+    // OMP_NUM_THREADS is the user's count for every engine, ONNX Runtime's intra-op pool too.
     expect(planThreads({ cores: 8, cpuWorkers: 2, userOmpThreads: '3' })).toMatchObject({
+      intraOpThreads: 3,
+      ompThreads: undefined,
+      source: 'user',
+    });
+    expect(planThreads({ cores: 8, cpuWorkers: 2, userOmpThreads: 'many' })).toMatchObject({
       intraOpThreads: undefined,
       ompThreads: undefined,
       source: 'user',

@@ -28,7 +28,8 @@ export interface ThreadPlanRequest {
 
 /**
  * Splits the cores so that workers × intra-op threads does not exceed them, unless the user
- * chose the threads: through the pool's `threads`, an engine option or `OMP_NUM_THREADS`.
+ * chose the threads: through the pool's `threads`, an engine option or `OMP_NUM_THREADS`
+ * (which then sets every engine's intra-op threads, as it does OpenMP's).
  */
 export function planThreads(request: ThreadPlanRequest): ThreadPlan {
   const { cores } = request;
@@ -44,8 +45,15 @@ export function planThreads(request: ThreadPlanRequest): ThreadPlan {
     };
   }
   const engineOptions = request.engineOptions ?? {};
-  if (userOmp || THREAD_OPTION_KEYS.some((key) => engineOptions[key] !== undefined)) {
+  if (THREAD_OPTION_KEYS.some((key) => engineOptions[key] !== undefined)) {
     return { intraOpThreads: undefined, ompThreads: undefined, source: 'user', cores, workers };
+  }
+  if (userOmp) {
+    // The user's per-engine thread count, for every engine: left unset, an engine without
+    // OpenMP (ONNX Runtime) would start one thread per core in each worker.
+    const omp = Number(request.userOmpThreads);
+    const intraOpThreads = Number.isSafeInteger(omp) && omp > 0 ? omp : undefined;
+    return { intraOpThreads, ompThreads: undefined, source: 'user', cores, workers };
   }
   const threads = Math.max(1, Math.floor(cores / workers));
   return { intraOpThreads: threads, ompThreads: threads, source: 'budget', cores, workers };
