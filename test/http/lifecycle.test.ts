@@ -158,9 +158,8 @@ describe('kiln serve under SIGTERM', () => {
   it('stops accepting, drains in-flight requests, then exits 0', async () => {
     const bin = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));
     const child = spawn(
-      process.execPath,
+      bin,
       [
-        bin,
         'serve',
         '-m',
         `slow=${slow}`,

@@ -1,4 +1,7 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --initial-old-space-size=128
+// --initial-old-space-size: no full GC while the old generation (with the external memory of
+// request bodies, which V8 counts against it) is below 128 MiB. Without it, a server that
+// receives large tensors runs a full collection every few requests (see bench/README.md).
 // Runs the TypeScript source inside the repository (through tsx) and the built JS when
 // installed from the registry.
 import { existsSync } from 'node:fs';

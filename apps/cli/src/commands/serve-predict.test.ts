@@ -87,9 +87,8 @@ describe.skipIf(!run)('kiln serve measured by kiln-bench over HTTP', () => {
   beforeAll(async () => {
     models = await makeTestModels('kiln-cli-serve-');
     server = spawn(
-      process.execPath,
+      KILN_BIN,
       [
-        KILN_BIN,
         'serve',
         '-m',
         models.tiny,

@@ -29,7 +29,8 @@ export function runBinary(
   options: RunOptions = {},
 ): Promise<BinaryResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], {
+    // The file itself, through its shebang and the Node flags it gives, as a shell runs it.
+    const child = spawn(bin, args, {
       cwd: options.cwd,
       env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
       stdio: ['pipe', 'pipe', 'pipe'],
