@@ -2,6 +2,7 @@
 // onnxruntime-node server, on a ResNet-18-class model, a small MLP and a tiny model. All figures
 // of a run come from the same machine state: contenders are interleaved over rounds.
 //   node --import tsx bench/server/run.ts [--seconds 10] [--rounds 2] [--only resnet18,mlp,tiny]
+//     [--no-ping]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -29,6 +30,8 @@ const flag = (name: string, fallback: number) => {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 };
 const seconds = flag('seconds', 10);
+// The /ping probe passes (one more load pass per server and round); --no-ping skips them.
+const probePing = !args.includes('--no-ping');
 const rounds = flag('rounds', 2);
 // wrk leaves the cores to the servers; the Node client is the fallback where wrk is missing.
 const useWrk = wrkAvailable();
@@ -39,6 +42,8 @@ const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-server-'));
 async function prepare(): Promise<Workload[]> {
   const resnetDir = path.join(root, 'resnet18');
   await resnetModel(resnetDir, { depth: 18 });
+  const resnetB1Dir = path.join(root, 'resnet18-b1');
+  fs.cpSync(resnetDir, resnetB1Dir, { recursive: true });
   const tinyDir = await tinyModel(path.join(root, 'tiny'));
   const mlp = await mlpModel(path.join(root, 'mlp'), {
     inputSize: 1024,
@@ -46,10 +51,20 @@ async function prepare(): Promise<Workload[]> {
     outputSize: 1000,
   });
   const workloads: Workload[] = [
-    // ResNet: two workers, one intra-op thread each (the pool's budget on 2 cores), no batching.
+    // ResNet: two workers, one intra-op thread each (the pool's budget on 2 cores), with
+    // dynamic batching of up to 4 — as Kiln would be deployed — and without it.
     {
       label: 'resnet18',
       modelDir: resnetDir,
+      modelName: 'resnet',
+      inputName: 'input',
+      dims: [1, 3, 224, 224],
+      concurrency: 8,
+      properties: { minWorkers: '2', maxWorkers: '2', batch_size: '4', max_batch_delay: '5' },
+    },
+    {
+      label: 'resnet18-b1',
+      modelDir: resnetB1Dir,
       modelName: 'resnet',
       inputName: 'input',
       dims: [1, 3, 224, 224],
@@ -93,14 +108,20 @@ interface Sample {
   errors?: number;
 }
 
+/**
+ * One load pass. Throughput passes run without the /ping probe, as the in-process contender
+ * does; a separate probe pass measures how the server answers health checks under the load
+ * (a probe costs CPU that the 2-core machine's throughput figures would otherwise pay).
+ */
 async function httpRound(
   server: RunningServer,
   route: string,
   body: Buffer,
   headers: Record<string, string>,
   concurrency: number,
+  probe = false,
 ): Promise<Sample> {
-  const ping = pingWhile(`${server.url}/ping`);
+  const ping = probe ? pingWhile(`${server.url}/ping`) : undefined;
   const result: LoadResult = await runLoad({
     url: `${server.url}${route}`,
     body,
@@ -108,12 +129,12 @@ async function httpRound(
     concurrency,
     durationMs: seconds * 1000,
   });
-  const pings = await ping.stop();
+  const pings = await ping?.stop();
   return {
     throughput: result.throughput,
     p50: result.p50,
     p99: result.p99,
-    pingP99: pings.p99,
+    pingP99: pings?.p99,
     errors: result.errors,
   };
 }
@@ -158,6 +179,17 @@ async function benchWorkload(w: Workload, portBase: number): Promise<Record<stri
     samples['kiln /v2 binary']!.push(
       await httpRound(kiln, `/v2/models/${w.modelName}/infer`, v2.body, v2.headers, w.concurrency),
     );
+    if (probePing) {
+      const probed = await httpRound(
+        kiln,
+        `/predictions/${w.modelName}`,
+        npy,
+        { 'content-type': 'tensor/npy', accept: 'tensor/npy' },
+        w.concurrency,
+        true,
+      );
+      samples['kiln /predictions']!.at(-1)!.pingP99 = probed.pingP99;
+    }
     await kiln.stop();
 
     const naive = await startNaive(w, portBase + 10);
@@ -167,15 +199,14 @@ async function benchWorkload(w: Workload, portBase: number): Promise<Record<stri
       concurrency: w.concurrency,
       durationMs: 1000,
     });
+    const naiveHeaders = { 'content-type': 'application/octet-stream' };
     samples['naive koa+ort']!.push(
-      await httpRound(
-        naive,
-        '/infer',
-        raw,
-        { 'content-type': 'application/octet-stream' },
-        w.concurrency,
-      ),
+      await httpRound(naive, '/infer', raw, naiveHeaders, w.concurrency),
     );
+    if (probePing) {
+      const probed = await httpRound(naive, '/infer', raw, naiveHeaders, w.concurrency, true);
+      samples['naive koa+ort']!.at(-1)!.pingP99 = probed.pingP99;
+    }
     await naive.stop();
   }
   return samples;
