@@ -7,6 +7,7 @@ export * from './engine/device.js';
 export * from './engine/engine.js';
 export * from './engine/engine-registry.js';
 export * from './engine/execution.js';
+export * from './engine/open-contexts.js';
 export * from './model/model.js';
 export * from './translate/batchifier.js';
 export * from './translate/stack-batchifier.js';

@@ -60,6 +60,18 @@ describe.skipIf(!availability.run)('the DLR engine', () => {
     expect((await folders.stats(engine)).liveModels).toBe(base);
   });
 
+  it('deletes the DLR model of a context still being made when its model is disposed', async () => {
+    const base = (await folders.stats(engine)).liveModels;
+    const { graph, params } = affineGraph();
+    const model = await folders.load(engine, graph, params);
+    await model.newExecutionContext();
+    const late = model.newExecutionContext();
+    await model.dispose();
+    await expect(late).rejects.toMatchObject({ code: 'CLOSED' });
+    expect(model.describe().openContexts).toBe(0);
+    expect((await folders.stats(engine)).liveModels).toBe(base);
+  });
+
   it('runs contexts in parallel off the event loop without ever sharing a handle', async () => {
     const before = (await folders.stats(engine)).concurrentUses;
     const { graph, params } = affineGraph({ runDelayMs: 40 });

@@ -5,6 +5,7 @@ import {
   KilnErrorCode,
   type Model,
   type ModelLoadRequest,
+  OpenContexts,
   type ServingProperties,
   type TensorDescriptor,
 } from '@kiln/core';
@@ -32,8 +33,7 @@ interface LoadedHandle {
  */
 export class DlrModel implements Model {
   readonly engine = 'DLR';
-  private readonly contexts = new Set<DlrExecutionContext>();
-  private disposed = false;
+  private readonly contexts: OpenContexts<DlrExecutionContext>;
 
   private constructor(
     private readonly library: DlrLibraryHandle,
@@ -52,7 +52,9 @@ export class DlrModel implements Model {
       compiledFor: string;
     },
     private spare: LoadedHandle | undefined,
-  ) {}
+  ) {
+    this.contexts = new OpenContexts(name);
+  }
 
   static async load(
     library: DlrLibraryHandle,
@@ -108,7 +110,7 @@ export class DlrModel implements Model {
    * `intraOpThreads`, else the engine's default (1, as DJL found best for several workers).
    */
   async newExecutionContext(options: ExecutionContextOptions = {}): Promise<DlrExecutionContext> {
-    this.assertOpen();
+    this.contexts.assertOpen();
     const threads =
       this.options.numThreads ?? options.intraOpThreads ?? this.settings.defaultThreads;
     let loaded = this.spare;
@@ -120,15 +122,9 @@ export class DlrModel implements Model {
     const handle =
       loaded?.handle ??
       (await createHandle(this.library, this.modelDir, this.options, threads, this.name));
-    if (this.disposed) {
-      await handle.dispose().catch(() => undefined);
-      this.assertOpen();
-    }
-    const context = new DlrExecutionContext(handle, this.inputs, threads, (c) =>
-      this.contexts.delete(c),
+    return this.contexts.track(
+      new DlrExecutionContext(handle, this.inputs, threads, (c) => this.contexts.release(c)),
     );
-    this.contexts.add(context);
-    return context;
   }
 
   describe(): Record<string, unknown> {
@@ -150,19 +146,10 @@ export class DlrModel implements Model {
 
   /** Closes the contexts made from this model and deletes every handle. */
   async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
+    if (this.contexts.closed) return;
     const spare = this.spare;
     this.spare = undefined;
-    await Promise.allSettled([
-      spare?.handle.dispose(),
-      ...[...this.contexts].map((c) => c.close()),
-    ]);
-    this.contexts.clear();
-  }
-
-  private assertOpen(): void {
-    if (this.disposed) throw new KilnError(KilnErrorCode.Closed, `model ${this.name} is disposed`);
+    await this.contexts.closeAll(spare?.handle.dispose());
   }
 }
 

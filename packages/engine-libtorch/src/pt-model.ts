@@ -6,6 +6,7 @@ import {
   KilnErrorCode,
   type Model,
   type ModelLoadRequest,
+  OpenContexts,
   type ServingProperties,
   type TensorDescriptor,
 } from '@kiln/core';
@@ -56,8 +57,7 @@ export class PtModel implements Model {
   readonly declaredSignature: PtSignature | undefined;
   readonly forwardArguments: readonly ArgumentDescription[];
   private readonly description: ModuleDescription;
-  private readonly contexts = new Set<PtExecutionContext>();
-  private isDisposed = false;
+  private readonly contexts: OpenContexts<PtExecutionContext>;
 
   private constructor(
     request: ModelLoadRequest,
@@ -70,6 +70,7 @@ export class PtModel implements Model {
     this.device = request.device;
     this.modelDir = request.modelDir;
     this.properties = request.properties;
+    this.contexts = new OpenContexts(request.name);
     this.description = module.describe();
     this.forwardArguments = this.description.forward.arguments;
     const stored = files[SIGNATURE_FILE];
@@ -136,33 +137,26 @@ export class PtModel implements Model {
   }
 
   get disposed(): boolean {
-    return this.isDisposed;
+    return this.contexts.closed;
   }
 
   /** A context sharing the module, with a native thread of its own. */
   async newExecutionContext(options: ExecutionContextOptions = {}): Promise<PtExecutionContext> {
-    if (this.isDisposed)
-      throw new KilnError(KilnErrorCode.Closed, `model ${this.name} is disposed`);
-    const context = new PtExecutionContext(
-      this,
-      this.module.createContext(),
-      options.intraOpThreads,
+    this.contexts.assertOpen();
+    return this.contexts.track(
+      new PtExecutionContext(this, this.module.createContext(), options.intraOpThreads),
     );
-    this.contexts.add(context);
-    return context;
   }
 
   /** Called by a context when it closes. */
   contextClosed(context: PtExecutionContext): void {
-    this.contexts.delete(context);
+    this.contexts.release(context);
   }
 
   /** Drops the module and closes its contexts; forwards already running finish first. */
   async dispose(): Promise<void> {
-    if (this.isDisposed) return;
-    this.isDisposed = true;
-    await Promise.all([...this.contexts].map((c) => c.close()));
-    this.contexts.clear();
+    if (this.contexts.closed) return;
+    await this.contexts.closeAll();
     this.module.dispose();
   }
 

@@ -61,6 +61,23 @@ describe.skipIf(!run)('OnnxRuntime engine', () => {
     await model.dispose();
   });
 
+  it('counts open contexts only, and closes a context still being made when disposed', async () => {
+    const model = await loadOrtModel(tiny);
+    const first = await model.newExecutionContext();
+    const second = await model.newExecutionContext();
+    expect(model.describe().openContexts).toBe(2);
+    await first.close();
+    await first.close();
+    expect(model.describe().openContexts).toBe(1);
+
+    const late = model.newExecutionContext();
+    await model.dispose();
+    await expect(late).rejects.toMatchObject({ code: 'CLOSED' });
+    expect(model.describe().openContexts).toBe(0);
+    const x = NDList.of(new Tensor('float32', new Float32Array(4), [1, 4], 'x'));
+    await expect(second.forward(x)).rejects.toMatchObject({ code: 'CLOSED' });
+  });
+
   it('applies optLevel: BatchNormalization stays, folds into Conv, then becomes NCHWc kernels', async () => {
     const resnet = await resnetModel(join(root, 'resnet18'), { depth: 18, classes: 10 });
     const opsAt = async (optLevel: string) => {

@@ -24,6 +24,8 @@ export class OrtExecutionContext implements ExecutionContext {
   constructor(
     private readonly host: SessionHost,
     readonly thread: SessionThread,
+    /** Called once the session is closed, so its model stops counting this context. */
+    private readonly onClose: (context: OrtExecutionContext) => void = () => undefined,
   ) {}
 
   get inputs() {
@@ -66,7 +68,7 @@ export class OrtExecutionContext implements ExecutionContext {
   }
 
   close(): Promise<void> {
-    this.closing ??= this.tail.then(() => this.host.close());
+    this.closing ??= this.tail.then(() => this.host.close()).finally(() => this.onClose(this));
     return this.closing;
   }
 

@@ -3,10 +3,9 @@ import { isMainThread } from 'node:worker_threads';
 import {
   type Device,
   type ExecutionContextOptions,
-  KilnError,
-  KilnErrorCode,
   type Model,
   type ModelLoadRequest,
+  OpenContexts,
   type ServingProperties,
   type TensorDescriptor,
 } from '@kiln/core';
@@ -32,8 +31,7 @@ export interface OrtModelSettings {
  */
 export class OrtModel implements Model {
   readonly engine = 'OnnxRuntime';
-  private readonly contexts = new Set<OrtExecutionContext>();
-  private disposed = false;
+  private readonly contexts: OpenContexts<OrtExecutionContext>;
 
   private constructor(
     readonly name: string,
@@ -47,7 +45,9 @@ export class OrtModel implements Model {
     readonly outputs: readonly TensorDescriptor[],
     private readonly bytes: number,
     private spare: SessionHost | undefined,
-  ) {}
+  ) {
+    this.contexts = new OpenContexts(name);
+  }
 
   static async load(request: ModelLoadRequest, settings: OrtModelSettings = {}): Promise<OrtModel> {
     const config = parseSessionConfig(request.options, request.device, settings.sessionDefaults);
@@ -75,7 +75,7 @@ export class OrtModel implements Model {
    * intraOpNumThreads themselves.
    */
   async newExecutionContext(options: ExecutionContextOptions = {}): Promise<OrtExecutionContext> {
-    if (this.disposed) throw new KilnError(KilnErrorCode.Closed, `model ${this.name} is disposed`);
+    this.contexts.assertOpen();
     const config: OrtSessionConfig = {
       ...this.config,
       intraOpNumThreads: this.config.intraOpNumThreads ?? options.intraOpThreads,
@@ -87,9 +87,9 @@ export class OrtModel implements Model {
       host = undefined;
     }
     host ??= await startHost(this.thread, this.modelPath, config);
-    const context = new OrtExecutionContext(host, this.thread);
-    this.contexts.add(context);
-    return context;
+    return this.contexts.track(
+      new OrtExecutionContext(host, this.thread, (c) => this.contexts.release(c)),
+    );
   }
 
   describe(): Record<string, unknown> {
@@ -107,12 +107,10 @@ export class OrtModel implements Model {
 
   /** Closes the contexts made from this model. */
   async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
+    if (this.contexts.closed) return;
     const spare = this.spare;
     this.spare = undefined;
-    await Promise.allSettled([spare?.close(), ...[...this.contexts].map((c) => c.close())]);
-    this.contexts.clear();
+    await this.contexts.closeAll(spare?.close());
   }
 }
 

@@ -4,6 +4,7 @@ import {
   KilnErrorCode,
   type ModelLoadRequest,
   type NDList,
+  OpenContexts,
 } from '@kiln/core';
 import { TfHost } from '../execution/host-client.js';
 import type { HostedModelFacts } from '../execution/host-protocol.js';
@@ -64,10 +65,9 @@ type HostSource =
   { readonly shared: TfHost } | { readonly spare: TfHost; readonly start: () => Promise<TfHost> };
 
 class HostedModel extends TfModelBase {
-  private readonly contexts = new Set<HostedContext>();
+  private readonly contexts = new OpenContexts<HostedContext>(this.name);
   /** JavaScript backends: the host that loaded the model, handed to the first context. */
   private spare: { host: TfHost; handle: number } | undefined;
-  private disposed = false;
 
   constructor(
     request: ModelLoadRequest,
@@ -86,7 +86,7 @@ class HostedModel extends TfModelBase {
   }
 
   async newExecutionContext(): Promise<TfExecutionContext> {
-    this.assertOpen();
+    this.contexts.assertOpen();
     let context: HostedContext;
     if ('shared' in this.source) {
       context = new HostedContext(this.source.shared, this.loaded.handle, false);
@@ -96,15 +96,13 @@ class HostedModel extends TfModelBase {
     } else {
       context = await this.startContext(this.source.start);
     }
-    this.contexts.add(context);
-    context.onClose = () => this.contexts.delete(context);
-    return context;
+    context.onClose = () => this.contexts.release(context);
+    return this.contexts.track(context);
   }
 
   async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    await Promise.all([...this.contexts].map((c) => c.close()));
+    if (this.contexts.closed) return;
+    await this.contexts.closeAll();
     // A host that crashed has nothing left to unload.
     if ('shared' in this.source)
       await this.source.shared.unload(this.loaded.handle).catch(() => undefined);
@@ -116,16 +114,11 @@ class HostedModel extends TfModelBase {
     const host = await start();
     try {
       const { handle } = await host.load(this.spec);
-      this.assertOpen();
       return new HostedContext(host, handle, true);
     } catch (error) {
       await host.close();
       throw error;
     }
-  }
-
-  private assertOpen(): void {
-    if (this.disposed) throw new KilnError(KilnErrorCode.Closed, `model ${this.name} is disposed`);
   }
 }
 

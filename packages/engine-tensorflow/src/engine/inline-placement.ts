@@ -4,6 +4,7 @@ import {
   KilnErrorCode,
   type ModelLoadRequest,
   type NDList,
+  OpenContexts,
 } from '@kiln/core';
 import { cancelledError } from '../execution/cancellation.js';
 import { TfModelRunner } from '../execution/model-runner.js';
@@ -38,8 +39,7 @@ export class InlinePlacement implements TfPlacement {
 }
 
 class InlineModel extends TfModelBase {
-  private readonly contexts = new Set<InlineContext>();
-  private disposed = false;
+  private readonly contexts = new OpenContexts<InlineContext>(this.name);
 
   constructor(
     request: ModelLoadRequest,
@@ -52,20 +52,17 @@ class InlineModel extends TfModelBase {
     });
   }
 
-  newExecutionContext(): Promise<TfExecutionContext> {
-    if (this.disposed)
-      return Promise.reject(new KilnError(KilnErrorCode.Closed, `model ${this.name} is disposed`));
+  async newExecutionContext(): Promise<TfExecutionContext> {
+    this.contexts.assertOpen();
     const context = new InlineContext(this.runner, this.runtime, () =>
-      this.contexts.delete(context),
+      this.contexts.release(context),
     );
-    this.contexts.add(context);
-    return Promise.resolve(context);
+    return this.contexts.track(context);
   }
 
   async dispose(): Promise<void> {
-    if (this.disposed) return;
-    this.disposed = true;
-    await Promise.all([...this.contexts].map((c) => c.close()));
+    if (this.contexts.closed) return;
+    await this.contexts.closeAll();
     this.runner.dispose();
   }
 }
