@@ -1,0 +1,96 @@
+// What the addons' install scripts share: the build report, the staleness check, finishing
+// without failing `npm ci` (unless --force), and running cmake-js with the shared N-API helpers.
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const commonDir = dirname(dirname(fileURLToPath(import.meta.url)));
+
+/**
+ * @param {{ packageDir: string, addonFile: string, label: string }} addon
+ *   packageDir: the native package; addonFile: the built file's name in build/Release;
+ *   label: the log prefix, e.g. `kiln-dlr`.
+ */
+export function addonBuild({ packageDir, addonFile, label }) {
+  const buildDir = join(packageDir, 'build');
+  const addonPath = join(buildDir, 'Release', addonFile);
+  const force = process.argv.includes('--force');
+  const jobs = process.env.KILN_BUILD_JOBS ?? '2';
+  // cmake-js as the package sees it (its devDependency), wherever npm placed it.
+  const require = createRequire(join(packageDir, 'package.json'));
+  const cmakeJs = join(dirname(require.resolve('cmake-js/package.json')), 'bin', 'cmake-js');
+
+  return {
+    addonPath,
+    force,
+    jobs,
+
+    /** Writes build/kiln-build.json, which the engine quotes when the addon is missing. */
+    report(status, details) {
+      mkdirSync(buildDir, { recursive: true });
+      writeFileSync(
+        join(buildDir, 'kiln-build.json'),
+        `${JSON.stringify({ status, at: new Date().toISOString(), ...details }, null, 2)}\n`,
+      );
+    },
+
+    /** Logs and exits: with `code` under --force, else 0 so that installing never fails. */
+    finish(code, message) {
+      console.log(`[${label}] ${message}`);
+      process.exit(force ? code : 0);
+    },
+
+    /** Whether the built addon is newer than its sources and the shared helpers. */
+    upToDate() {
+      if (!existsSync(addonPath)) return false;
+      return (
+        statSync(addonPath).mtimeMs >=
+        newestSource([join(packageDir, 'src'), join(packageDir, 'CMakeLists.txt'), commonDir])
+      );
+    },
+
+    /** Runs `cmake-js <command>` on the package, the shared helpers' folder defined. */
+    cmakeJs(command, extraArgs = []) {
+      const args = [
+        cmakeJs,
+        command,
+        '--directory',
+        packageDir,
+        '--out',
+        buildDir,
+        '--config',
+        'Release',
+        `--CDKILN_NAPI_COMMON=${commonDir}`,
+        ...extraArgs,
+      ];
+      return spawnSync(process.execPath, args, { cwd: packageDir, stdio: 'inherit' });
+    },
+  };
+}
+
+/** The first of `commands` that answers `--version`, or undefined. */
+export function findTool(commands) {
+  for (const command of commands) {
+    const probe = spawnSync(command, ['--version'], { stdio: 'ignore' });
+    if (!probe.error && probe.status === 0) return command;
+  }
+  return undefined;
+}
+
+/** Newest modification time of the C++ and CMake files under `paths`. */
+function newestSource(paths) {
+  let newest = 0;
+  const visit = (path) => {
+    if (!existsSync(path)) return;
+    const stat = statSync(path);
+    if (stat.isDirectory()) {
+      for (const name of readdirSync(path)) visit(join(path, name));
+    } else if (/\.(cc|h|cmake|txt)$/.test(path)) {
+      newest = Math.max(newest, stat.mtimeMs);
+    }
+  };
+  paths.forEach(visit);
+  return newest;
+}
