@@ -319,18 +319,29 @@ describe('JobQueue with several consumers', () => {
     expect((await Promise.all(batches)).map(inputs)).toEqual([['a'], ['b'], ['c']]);
   });
 
-  it('fills the gathering consumer first, then wakes an idle one', async () => {
+  it('starts an idle consumer before a gathering one grows, then fills the emptiest', async () => {
     const { clock, queue } = setup();
-    const first = queue.takeBatch({ maxSize: 2, maxDelayMs: 100 });
-    const second = queue.takeBatch({ maxSize: 2, maxDelayMs: 100 });
+    const first = queue.takeBatch({ maxSize: 3, maxDelayMs: 100 });
+    const second = queue.takeBatch({ maxSize: 3, maxDelayMs: 100 });
     queue.submit('a'); // starts `first`
     clock.advance(10);
-    queue.submit('b'); // joins `first`, which is now full
-    queue.submit('c'); // wakes `second`
-    expect(inputs(await first)).toEqual(['a', 'b']);
+    queue.submit('b'); // starts `second`: a free worker goes before a bigger batch
+    queue.submit('c'); // both gather: joins the one holding fewest (the first, on a tie)
+    queue.submit('d'); // joins `second`, which now holds fewer
+    queue.submit('e'); // joins `first`, which is now full
+    expect(inputs(await first)).toEqual(['a', 'c', 'e']);
     expect((await inspect(second)).state).toBe('pending');
     clock.advance(100);
-    expect(inputs(await second)).toEqual(['c']);
+    expect(inputs(await second)).toEqual(['b', 'd']);
+  });
+
+  it('queues what no consumer can take and hands it to the next free one', async () => {
+    const { queue } = setup();
+    const first = queue.takeBatch({ maxSize: 1, maxDelayMs: 0 });
+    for (const x of ['a', 'b', 'c']) queue.submit(x);
+    expect(inputs(await first)).toEqual(['a']);
+    expect(queue.depth).toBe(2);
+    expect(inputs(await queue.takeBatch({ maxSize: 4, maxDelayMs: 0 }))).toEqual(['b', 'c']);
   });
 });
 
