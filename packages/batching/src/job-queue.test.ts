@@ -276,6 +276,24 @@ describe('JobQueue cancellation', () => {
     job!.resolve('too late'); // ignored: first settle wins
   });
 
+  it('tells onCancel listeners once, and gives an aborted signal when asked after cancel', async () => {
+    const { queue } = setup();
+    const handle = queue.submit('a');
+    const [job] = await queue.takeBatch({ maxSize: 1, maxDelayMs: 0 });
+    const heard: string[] = [];
+    job!.onCancel(() => heard.push('kept'));
+    const stop = job!.onCancel(() => heard.push('stopped'));
+    stop();
+    handle.cancel('client went away');
+    handle.cancel('again');
+    expect(heard).toEqual(['kept']);
+    expect(job!.signal!.aborted).toBe(true);
+    expect((job!.signal!.reason as KilnError).message).toBe('client went away');
+    job!.onCancel(() => heard.push('late')); // already cancelled: told at once
+    expect(heard).toEqual(['kept', 'late']);
+    expect(await rejectionCode(handle.result)).toBe(KilnErrorCode.Cancelled);
+  });
+
   it('lets only the first settle count', async () => {
     const { queue } = setup();
     const handle = queue.submit('a');
@@ -319,20 +337,18 @@ describe('JobQueue with several consumers', () => {
     expect((await Promise.all(batches)).map(inputs)).toEqual([['a'], ['b'], ['c']]);
   });
 
-  it('starts an idle consumer before a gathering one grows, then fills the emptiest', async () => {
+  it('sends a gathered batch off when a job arrives for an idle consumer, in order', async () => {
     const { clock, queue } = setup();
     const first = queue.takeBatch({ maxSize: 3, maxDelayMs: 100 });
     const second = queue.takeBatch({ maxSize: 3, maxDelayMs: 100 });
     queue.submit('a'); // starts `first`
     clock.advance(10);
-    queue.submit('b'); // starts `second`: a free worker goes before a bigger batch
-    queue.submit('c'); // both gather: joins the one holding fewest (the first, on a tie)
-    queue.submit('d'); // joins `second`, which now holds fewer
-    queue.submit('e'); // joins `first`, which is now full
-    expect(inputs(await first)).toEqual(['a', 'c', 'e']);
+    queue.submit('b'); // a worker is free: `first` leaves with what it holds, `second` starts
+    expect(inputs(await first)).toEqual(['a']);
     expect((await inspect(second)).state).toBe('pending');
-    clock.advance(100);
-    expect(inputs(await second)).toEqual(['b', 'd']);
+    queue.submit('c'); // nobody idle: joins `second`
+    queue.submit('d'); // `second` is full
+    expect(inputs(await second)).toEqual(['b', 'c', 'd']);
   });
 
   it('queues what no consumer can take and hands it to the next free one', async () => {

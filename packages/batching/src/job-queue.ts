@@ -61,8 +61,8 @@ interface Consumer<I, O> {
 /**
  * A bounded FIFO of jobs that workers drain in batches, with DJL's aggregation rule: a
  * consumer waits for a first job, takes up to `maxSize` queued jobs at once, then waits only
- * for what is left of `maxDelayMs` for more. Each job goes to exactly one consumer: an idle
- * one first, then the gathering one holding the fewest jobs.
+ * for what is left of `maxDelayMs` for more — less when a job arrives for an idle consumer.
+ * Each job goes to exactly one consumer, and jobs of a bucket are handed out in order.
  *
  * Accepted jobs are either queued (in the global order list and their bucket's list) or held
  * by one consumer that is gathering a batch. Two invariants keep routing O(1) per job: while a
@@ -280,28 +280,29 @@ export class JobQueue<I, O> {
   }
 
   /**
-   * Gives a new job to an idle consumer, else to the emptiest gathering consumer of its bucket,
-   * else queues it. Free workers start batches of their own before a gathering one grows, so
-   * arrivals spread over every free worker (as DJL's workers, polling one queue in turn, share
-   * them) and batches grow once all are busy: one worker gathering a whole burst while another
-   * idles would halve the throughput of a closed-loop client.
+   * Gives a new job to the consumer gathering its bucket, else queues it. When a consumer is
+   * idle, a free worker is waiting: batches being gathered for the job's bucket stop waiting
+   * for more and leave now (their jobs are older, so order holds), and the job starts a batch
+   * of its own on the idle consumer. Arrivals so spread over every free worker (as DJL's
+   * workers, polling one queue in turn, share them) and batches grow once all are busy: one
+   * worker gathering a whole burst while another idles would halve a closed-loop client's
+   * throughput.
    */
   private route(job: QueuedJob<I, O>): void {
     const idle = this.idle.shift();
     if (idle) {
       idle.node = undefined;
+      for (const consumer of [...this.gathering]) {
+        if (consumer.bucket === job.bucket) this.finish(consumer);
+      }
       this.queued.add(job); // nothing else is queued while a consumer is idle: it takes this job
       this.start(idle);
       return;
     }
-    let emptiest: Consumer<I, O> | undefined;
     for (const consumer of this.gathering) {
       if (consumer.bucket !== job.bucket) continue;
-      if (!emptiest || consumer.jobs.length < emptiest.jobs.length) emptiest = consumer;
-    }
-    if (emptiest) {
-      this.hold(emptiest, job);
-      if (emptiest.jobs.length >= emptiest.maxSize) this.finish(emptiest);
+      this.hold(consumer, job);
+      if (consumer.jobs.length >= consumer.maxSize) this.finish(consumer);
       return;
     }
     this.queued.add(job);
