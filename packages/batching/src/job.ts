@@ -24,6 +24,11 @@ export interface Job<I, O> {
   readonly bucket: BucketKey | undefined;
   /** Aborts when the caller cancels, so a worker can skip or stop the work. */
   readonly signal: AbortSignal | undefined;
+  /**
+   * Calls `listener` once when the caller cancels the job; returns what stops listening. The
+   * cheap form of `signal`, which costs an AbortController per job once asked for.
+   */
+  onCancel(listener: () => void): () => void;
   /** Settles the caller's promise; the first settle wins and later calls are ignored. */
   resolve(output: O): void;
   reject(error: KilnError): void;
@@ -66,7 +71,10 @@ export class QueuedJob<I, O> implements Job<I, O> {
   error: KilnError | undefined;
 
   readonly result: Promise<O>;
-  private readonly controller = new AbortController();
+  /** Made when `signal` is first asked for: most jobs never need one. */
+  private controller: AbortController | undefined;
+  private cancelError: KilnError | undefined;
+  private cancelListeners: (() => void)[] | undefined;
   private resolveResult!: (output: O) => void;
   private rejectResult!: (error: KilnError) => void;
   private readonly onCallerAbort: (() => void) | undefined;
@@ -91,7 +99,23 @@ export class QueuedJob<I, O> implements Job<I, O> {
   }
 
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.cancelError) this.controller.abort(this.cancelError);
+    }
     return this.controller.signal;
+  }
+
+  onCancel(listener: () => void): () => void {
+    if (this.cancelError) {
+      listener();
+      return () => undefined;
+    }
+    (this.cancelListeners ??= []).push(listener);
+    return () => {
+      const i = this.cancelListeners?.indexOf(listener) ?? -1;
+      if (i >= 0) this.cancelListeners!.splice(i, 1);
+    };
   }
 
   get settled(): boolean {
@@ -110,8 +134,12 @@ export class QueuedJob<I, O> implements Job<I, O> {
 
   /** Cancels an unsettled job: aborts its signal and lets the queue fail it. */
   cancel(error: KilnError): void {
-    if (this.settled) return;
-    if (!this.controller.signal.aborted) this.controller.abort(error);
+    if (this.settled || this.cancelError) return;
+    this.cancelError = error;
+    this.controller?.abort(error);
+    const listeners = this.cancelListeners;
+    this.cancelListeners = undefined;
+    listeners?.forEach((listener) => listener());
     this.hooks.cancelled(this, error);
   }
 

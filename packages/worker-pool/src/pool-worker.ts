@@ -254,8 +254,8 @@ export class PoolWorker<I, O> {
       hung = this.clock.setTimeout(() => this.abandon(), this.options.hungRunTimeoutMs);
     };
     // The job settles right after its signal fires, so look once the cancel has finished.
-    const onAbort = () => queueMicrotask(check);
-    for (const job of jobs) job.signal?.addEventListener('abort', onAbort);
+    const onCancel = () => queueMicrotask(check);
+    const stopListening = jobs.map((job) => job.onCancel(onCancel));
     // One timer for the batch, at its earliest deadline, instead of one per job.
     let deadlineTimer: unknown;
     const armDeadline = () => {
@@ -277,7 +277,7 @@ export class PoolWorker<I, O> {
     return () => {
       if (hung !== undefined) this.clock.clearTimeout(hung);
       if (deadlineTimer !== undefined) this.clock.clearTimeout(deadlineTimer);
-      for (const job of jobs) job.signal?.removeEventListener('abort', onAbort);
+      for (const stop of stopListening) stop();
     };
   }
 
