@@ -18,9 +18,6 @@ export function addonBuild({ packageDir, addonFile, label }) {
   const addonPath = join(buildDir, 'Release', addonFile);
   const force = process.argv.includes('--force');
   const jobs = process.env.KILN_BUILD_JOBS ?? '2';
-  // cmake-js as the package sees it (its devDependency), wherever npm placed it.
-  const require = createRequire(join(packageDir, 'package.json'));
-  const cmakeJs = join(dirname(require.resolve('cmake-js/package.json')), 'bin', 'cmake-js');
 
   return {
     addonPath,
@@ -53,6 +50,9 @@ export function addonBuild({ packageDir, addonFile, label }) {
 
     /** Runs `cmake-js <command>` on the package, the shared helpers' folder defined. */
     cmakeJs(command, extraArgs = []) {
+      // cmake-js as the package sees it (its devDependency), wherever npm placed it.
+      const require = createRequire(join(packageDir, 'package.json'));
+      const cmakeJs = join(dirname(require.resolve('cmake-js/package.json')), 'bin', 'cmake-js');
       const args = [
         cmakeJs,
         command,

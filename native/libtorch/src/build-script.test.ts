@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 
 const SCRIPTS = join(dirname(dirname(fileURLToPath(import.meta.url))), 'scripts');
+const COMMON_SCRIPTS = join(dirname(SCRIPTS), '..', 'common', 'scripts');
 
 // The scripts run from a scratch copy of the package so that their reports never touch the
 // real build folder.
@@ -13,6 +14,7 @@ describe('scripts/build.mjs', () => {
   const root = mkdtempSync(join(tmpdir(), 'kiln-build-script-'));
   const pkg = join(root, 'pkg');
   cpSync(SCRIPTS, join(pkg, 'scripts'), { recursive: true });
+  cpSync(COMMON_SCRIPTS, join(root, 'common', 'scripts'), { recursive: true });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   const run = (args: string[], env: Record<string, string>) =>
