@@ -1,20 +1,9 @@
 import { NDList, type ServingInput, type ServingOutput, Tensor } from '@kiln/core';
-
-/** mulberry32: seeded, so every configuration and run sends the same requests. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '@kiln/testing';
 
 /** `count` requests of one row `x` [1, inputSize] each, values uniform in [0, 1). */
 export function rowRequests(count: number, inputSize: number, seed: number): ServingInput[] {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   return Array.from({ length: count }, () => {
     const x = new Float32Array(inputSize);
     for (let i = 0; i < inputSize; i++) x[i] = random();

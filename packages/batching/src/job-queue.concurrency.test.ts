@@ -4,18 +4,7 @@ import type { BucketKey } from './job.js';
 import { JobQueue } from './job-queue.js';
 import { ManualClock } from './manual-clock.js';
 import { flush } from './test-support/promises.js';
-
-/** Small seeded generator (mulberry32), so a failing seed can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from '@kiln/testing';
 
 interface Input {
   readonly token: number;
@@ -42,7 +31,7 @@ const STEP_LIMIT = 20_000;
  * manual clock. Returns how the jobs ended, after checking every rule on the way.
  */
 async function simulate(seed: number, bucketed: boolean): Promise<Map<string, number>> {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const int = (n: number) => Math.floor(random() * n);
   const clock = new ManualClock();
   const queue = new JobQueue<Input, string>({

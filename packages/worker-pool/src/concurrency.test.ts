@@ -19,23 +19,12 @@ import {
   writeScaleModel,
 } from './test-fixtures/scale-model-folder.js';
 import type { WorkerPool } from './worker-pool.js';
+import { seededRandom } from '@kiln/testing';
 
 const dirs: string[] = [];
 afterAll(async () => {
   await Promise.all(dirs.map((d) => rm(d, { recursive: true, force: true })));
 });
-
-/** mulberry32: a small seeded generator, so a failing run can be replayed. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const BURST = 250;
 
@@ -48,7 +37,7 @@ interface Plan {
 
 /** Crashing jobs sit in the first burst, which the empty queue accepts whole, so each runs. */
 function plans(count: number, seed: number, crashes = 0): Plan[] {
-  const random = seeded(seed);
+  const random = seededRandom(seed);
   const crashAt = new Set(Array.from({ length: crashes }, () => Math.floor(random() * BURST)));
   return Array.from({ length: count }, (_, i) => {
     const length = 1 + Math.floor(random() * 5);
