@@ -3,7 +3,7 @@ import { loadEngineCatalog } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { formatModelReport } from '../inspect/format-report.js';
 import { buildModelReport } from '../inspect/model-report.js';
-import { parseOverrides } from './predict.js';
+import { collect, parseOverrides } from './repeatable-options.js';
 
 interface InspectOptions {
   load: boolean;
@@ -42,8 +42,4 @@ Examples:
       const report = await buildModelReport(model, engines, { overrides, load: options.load });
       cli.out(cli.json ? JSON.stringify(report, null, 2) : formatModelReport(report, cli.color));
     });
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }

@@ -15,6 +15,7 @@ import {
 import { loadEngineCatalog } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
+import { collect, parseOverrides } from './repeatable-options.js';
 
 interface PredictOptions {
   model: string;
@@ -116,22 +117,4 @@ function writeOutput(cli: CliContext, output: ServingOutput, file: string | unde
     );
   fs.writeFileSync(file, encodeTensors(output.tensors, format).body);
   if (!cli.json) cli.out(`wrote ${output.tensors.length} tensor(s) to ${file}`);
-}
-
-export function parseOverrides(pairs: readonly string[]): Record<string, string> {
-  const overrides: Record<string, string> = {};
-  for (const pair of pairs) {
-    const eq = pair.indexOf('=');
-    if (eq <= 0)
-      throw new UsageError(
-        `--option ${pair} is not key=value`,
-        'e.g. --option option.intraOpNumThreads=1',
-      );
-    overrides[pair.slice(0, eq)] = pair.slice(eq + 1);
-  }
-  return overrides;
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }

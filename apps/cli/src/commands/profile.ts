@@ -7,7 +7,7 @@ import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 import { layerChart } from '../profile/layer-chart.js';
 import { profileLayers } from '../profile/layer-profile.js';
-import { parseOverrides } from './predict.js';
+import { collect, parseOverrides } from './repeatable-options.js';
 
 interface ProfileOptions {
   model: string;
@@ -113,8 +113,4 @@ function count(flag: string, text: string, min: number): number {
 /** A model name as a file name: no separators or other characters shells dislike. */
 function safeFileName(name: string): string {
   return name.replace(/[^A-Za-z0-9._-]+/g, '_') || 'model';
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }

@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { type ModelManager, loadServerConfig, startKilnServer } from '@kiln/server';
 import { buildIrisDemo } from '@kiln/model-tools';
 import type { CliContext } from '../cli-context.js';
+import { collect } from './repeatable-options.js';
 
 interface ServeOptions {
   model: string[];
@@ -116,8 +117,4 @@ async function ensureDemoModel(cli: CliContext): Promise<string> {
     );
   }
   return dir;
-}
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
 }
