@@ -43,8 +43,8 @@ export interface PtModelSettings {
   readonly warmupIterations: number;
 }
 
-/** The `option.*` keys this engine reads. Others are left to translators and other engines. */
-export const PT_OPTION_KEYS = [
+/** Keys that may be set for the whole engine too (`KILN_PYTORCH_<KEY>`). */
+const ENGINE_WIDE_KEYS = [
   'num_threads',
   'num_interop_threads',
   'graph_optimizer',
@@ -52,6 +52,11 @@ export const PT_OPTION_KEYS = [
   'use_cudnn',
   'cudnn_benchmark',
   'optimize_for_inference',
+] as const;
+
+/** The `option.*` keys this engine reads. Others are left to translators and other engines. */
+export const PT_OPTION_KEYS = [
+  ...ENGINE_WIDE_KEYS,
   'mapLocation',
   'extraFiles',
   'warmup',
@@ -86,15 +91,7 @@ export function engineOptionsFromEnv(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): LibTorchEngineOptions {
   const read: Record<string, string> = {};
-  for (const key of [
-    'num_threads',
-    'num_interop_threads',
-    'graph_optimizer',
-    'use_mkldnn',
-    'use_cudnn',
-    'cudnn_benchmark',
-    'optimize_for_inference',
-  ]) {
+  for (const key of ENGINE_WIDE_KEYS) {
     const value = env[`KILN_PYTORCH_${key.toUpperCase()}`];
     if (value !== undefined && value.trim() !== '') read[key] = value;
   }
