@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parse } from 'dot-properties';
-import { KilnError, KilnErrorCode, SERVING_DEFAULTS } from '@kiln/core';
+import { KilnError, KilnErrorCode, SERVING_DEFAULTS, type ServingProperties } from '@kiln/core';
 
 /** Everything the server reads from config.properties (and KILN_* environment variables). */
 export interface ServerConfig {
@@ -32,14 +32,10 @@ export interface ServerConfig {
   /** Grace period for draining on SIGTERM, ms. */
   readonly shutdownTimeoutMs: number;
   /** Defaults for every model; a model's serving.properties overrides them. */
-  readonly modelDefaults: {
-    readonly jobQueueSize: number;
-    readonly batchSize: number;
-    readonly maxBatchDelayMs: number;
-    readonly maxIdleTimeS: number;
-    readonly minWorkers: number | undefined;
-    readonly maxWorkers: number | undefined;
-  };
+  readonly modelDefaults: Pick<
+    ServingProperties,
+    'jobQueueSize' | 'batchSize' | 'maxBatchDelayMs' | 'maxIdleTimeS' | 'minWorkers' | 'maxWorkers'
+  >;
 }
 
 /** config.properties keys with their defaults (TorchServe / DJL Serving spellings). */
