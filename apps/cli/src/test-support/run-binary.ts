@@ -17,6 +17,8 @@ export interface RunOptions {
   /** Written to the child's stdin, which is then closed. */
   readonly input?: string;
   readonly timeoutMs?: number;
+  /** Added to the child's environment. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -32,7 +34,7 @@ export function runBinary(
     // The file itself, through its shebang and the Node flags it gives, as a shell runs it.
     const child = spawn(bin, args, {
       cwd: options.cwd,
-      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0' },
+      env: { ...process.env, NO_COLOR: '1', FORCE_COLOR: '0', ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stdout = '';
