@@ -5,9 +5,6 @@ import { createWorkerPool } from '@kiln/worker-pool';
 
 const KILN_BIN = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));
 const NAIVE = fileURLToPath(new URL('./naive-server.ts', import.meta.url));
-// The environment as the user gave it: an in-process pool sets OMP_NUM_THREADS for this
-// process, and servers started afterwards must not inherit it as if the user had.
-const USER_ENV = { ...process.env };
 
 export interface Workload {
   readonly label: string;
@@ -82,7 +79,7 @@ export async function startKiln(workload: Workload, port: number): Promise<Runni
       '--metrics-address',
       `http://127.0.0.1:${port + 2}`,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...USER_ENV, KILN_ENABLE_ACCESS_LOG: 'false' } },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' } },
   );
   await waitForOutput(child, /READY/, /FAILED|error:/);
   return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
@@ -92,7 +89,7 @@ export async function startKiln(workload: Workload, port: number): Promise<Runni
 export async function startNaive(workload: Workload, port: number): Promise<RunningServer> {
   const child = fork(NAIVE, [`${workload.modelDir}/model.onnx`, String(port)], {
     execArgv: ['--import', 'tsx'],
-    env: { ...USER_ENV, NAIVE_INPUT_DIMS: JSON.stringify(workload.dims) },
+    env: { ...process.env, NAIVE_INPUT_DIMS: JSON.stringify(workload.dims) },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {

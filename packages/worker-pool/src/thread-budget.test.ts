@@ -79,21 +79,34 @@ describe('userOmpThreads', () => {
     expect(userOmpThreads({ OMP_NUM_THREADS: '' })).toBeUndefined();
     expect(userOmpThreads({})).toBeUndefined();
   });
+
+  it('does not take the budget a parent process’s pool set for the user’s choice', () => {
+    expect(
+      userOmpThreads({ OMP_NUM_THREADS: '1', KILN_OMP_NUM_THREADS_FROM_POOL: '1' }),
+    ).toBeUndefined();
+    // The user changed it since: theirs again.
+    expect(userOmpThreads({ OMP_NUM_THREADS: '3', KILN_OMP_NUM_THREADS_FROM_POOL: '1' })).toBe('3');
+  });
 });
 
 describe('applyOmpBudget', () => {
   it('sets OMP_NUM_THREADS for the process once and keeps treating it as not the user’s', () => {
     const saved = process.env.OMP_NUM_THREADS;
+    const savedMark = process.env.KILN_OMP_NUM_THREADS_FROM_POOL;
     delete process.env.OMP_NUM_THREADS;
     try {
       applyOmpBudget(2);
       expect(process.env.OMP_NUM_THREADS).toBe('2');
       expect(userOmpThreads()).toBeUndefined();
+      // What a child process started now inherits: still not the user's choice there.
+      expect(process.env.KILN_OMP_NUM_THREADS_FROM_POOL).toBe('2');
       applyOmpBudget(5);
       expect(process.env.OMP_NUM_THREADS).toBe('2');
     } finally {
       if (saved === undefined) delete process.env.OMP_NUM_THREADS;
       else process.env.OMP_NUM_THREADS = saved;
+      if (savedMark === undefined) delete process.env.KILN_OMP_NUM_THREADS_FROM_POOL;
+      else process.env.KILN_OMP_NUM_THREADS_FROM_POOL = savedMark;
     }
   });
 });

@@ -72,12 +72,22 @@ export function coresForSlot(slot: number, threads: number, cores: number): numb
 /** The value this process's pools gave OMP_NUM_THREADS, if they did. */
 let ompSetByPool: string | undefined;
 
-/** `OMP_NUM_THREADS` as the user set it: undefined when unset, empty, or set by a pool. */
+/**
+ * Set beside OMP_NUM_THREADS when a pool chose it: processes started from this one inherit
+ * both, and must not take the pool's budget for the user's choice.
+ */
+export const OMP_FROM_POOL_ENV = 'KILN_OMP_NUM_THREADS_FROM_POOL';
+
+/**
+ * `OMP_NUM_THREADS` as the user set it: undefined when unset, empty, or set by a pool of this
+ * process or of the one that started it.
+ */
 export function userOmpThreads(
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): string | undefined {
   const value = env.OMP_NUM_THREADS?.trim();
-  return value === undefined || value === '' || value === ompSetByPool ? undefined : value;
+  if (value === undefined || value === '') return undefined;
+  return value === ompSetByPool || value === env[OMP_FROM_POOL_ENV] ? undefined : value;
 }
 
 /**
@@ -89,4 +99,5 @@ export function applyOmpBudget(threads: number | undefined): void {
   if (threads === undefined || ompSetByPool !== undefined || userOmpThreads() !== undefined) return;
   ompSetByPool = String(threads);
   process.env.OMP_NUM_THREADS = ompSetByPool;
+  process.env[OMP_FROM_POOL_ENV] = ompSetByPool;
 }
