@@ -1,6 +1,6 @@
 import { type Model, type NDList, Predictor, type Translator } from '@kiln/core';
 import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
-import type { Contender } from './interleave.js';
+import type { Contender } from '../harness/interleave.js';
 
 /** Tensors in, tensors out: the cheapest translator, so that only the engine path is timed. */
 const rawTensors: Translator<NDList, NDList> = {

@@ -1,11 +1,12 @@
 /**
  * Kiln's OnnxRuntime path (Predictor + execution context on a worker thread) against a plain
- * onnxruntime-node session loop, on the same ResNet-18 with the same thread settings. Calls
- * alternate (raw, Kiln, Kiln, raw, …) and each adjacent pair gives one ratio, so that the
- * load of a shared machine drifts out; the median pair is printed for batch 1 and 8 (target
- * ≥ 0.97), then the fixed cost per call on a model that does almost nothing.
+ * onnxruntime-node session loop, on the same ResNet-18 with the same thread settings. Rounds of
+ * calls alternate (raw, Kiln, Kiln, raw, …), so that the load of a shared machine drifts out;
+ * each figure is the median [min–max] over the rounds and the ratio is taken within each round
+ * (goal ≥ 0.99), for batch 1 and 8; then the fixed cost per call on a model that does almost
+ * nothing.
  *
- *   node --import tsx bench/engine-overhead/run.ts [--pairs 60] [--threads 2] [--tiny-rounds 100]
+ *   node --import tsx bench/engine-overhead/run.ts [--rounds 9] [--threads 2] [--tiny-rounds 100]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
@@ -20,11 +21,13 @@ import {
 import { MODEL_FILE, resnetModel, tinyModel } from '@kiln/model-tools';
 import ort from 'onnxruntime-node';
 import { kilnContender, rawOrtContender } from './contenders.js';
-import { interleavedRounds, median, medianOf, quantileOf } from './interleave.js';
+import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
+import { type Contender, interleavedRounds, median, medianOf } from '../harness/interleave.js';
+import { alternateRounds } from '../harness/rounds.js';
 
 const { values: args } = parseArgs({
   options: {
-    pairs: { type: 'string', default: '60' },
+    rounds: { type: 'string', default: '9' },
     threads: { type: 'string', default: String(Math.min(2, availableParallelism())) },
     'tiny-rounds': { type: 'string', default: '100' },
     'tiny-calls': { type: 'string', default: '50' },
@@ -32,7 +35,7 @@ const { values: args } = parseArgs({
     'allow-spinning': { type: 'string' },
   },
 });
-const pairs = Number(args.pairs);
+const rounds = Number(args.rounds);
 const threads = Number(args.threads);
 const tinyRounds = Number(args['tiny-rounds']);
 const tinyCalls = Number(args['tiny-calls']);
@@ -73,7 +76,7 @@ function loadKiln(modelDir: string, sessionThread: SessionThreadPolicy): Promise
 const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-overhead-'));
 try {
   console.log(
-    `engine-overhead: onnxruntime-node ${ort.env.versions.node}, ${threads} intra-op thread(s), optimization all, spinning ${spinning ?? 'default'}, Node ${process.version}, ${availableParallelism()} cores`,
+    `engine-overhead: onnxruntime-node ${ort.env.versions.node}, ${threads} intra-op thread(s), optimization all, spinning ${spinning ?? 'default'}, ${machineLine()}`,
   );
   const resnet = await resnetModel(join(dir, 'resnet18'), { depth: 18 });
   const rawResnet = await ort.InferenceSession.create(join(resnet.dir, MODEL_FILE), sessionOptions);
@@ -90,22 +93,27 @@ try {
       kilnResnet,
       NDList.of(new Tensor('float32', data, shape, 'input')),
     );
-    await interleavedRounds([raw, kiln], 2, 2);
-    // Batch 8 runs 8× longer per call: fewer pairs keep it within the same time.
-    const results = await interleavedRounds(
-      [raw, kiln],
-      batch === 1 ? pairs : Math.ceil(pairs / 3),
-      1,
-    );
-    const ratio = medianOf(results, (r) => r.raw! / r.kiln!);
-    const rawPerS = medianOf(results, (r) => (1000 * batch) / r.raw!);
-    const kilnPerS = medianOf(results, (r) => (1000 * batch) / r.kiln!);
-    const spread = [0.25, 0.75].map((q) =>
-      quantileOf(results, q, (r) => r.raw! / r.kiln!).toFixed(3),
+    // Rounds of several calls each, raw and Kiln alternating (A B, B A, …): each round's ratio
+    // compares two stretches of work done under the same machine state.
+    const calls = batch === 1 ? 10 : 3;
+    const rate = (contender: Contender) => async () => {
+      const start = performance.now();
+      for (let i = 0; i < calls; i++) await contender.call();
+      return (1000 * batch * calls) / (performance.now() - start);
+    };
+    const imagesPerSecond = await alternateRounds(
+      [
+        { name: 'raw', measure: rate(raw) },
+        { name: 'kiln', measure: rate(kiln) },
+      ],
+      { rounds: batch === 1 ? rounds : Math.ceil(rounds / 2), warmupRounds: 1 },
     );
     console.log(
-      `ResNet-18 batch ${batch}: raw ${rawPerS.toFixed(1)} img/s, Kiln ${kilnPerS.toFixed(1)} img/s, ` +
-        `ratio ${ratio.toFixed(3)} (${ratio >= 0.97 ? 'meets' : 'misses'} ≥ 0.97; middle half of ${results.length} pairs ${spread.join('–')})`,
+      `ResNet-18 batch ${batch} (${calls} calls a round): raw ${formatSpread(spreadOf(imagesPerSecond.raw!))} img/s, ` +
+        `Kiln ${formatSpread(spreadOf(imagesPerSecond.kiln!))} img/s`,
+    );
+    console.log(
+      `  ${goalLine('Kiln ÷ raw', ratioSpread(imagesPerSecond.kiln!, imagesPerSecond.raw!), { atLeast: 0.99 }, '×', 3)}`,
     );
     await kiln.close();
 
@@ -153,6 +161,7 @@ try {
   await rawTiny.release();
   await workerModel.dispose();
   await callingModel.dispose();
+  console.log(`end: ${machineLine()}`);
 } finally {
   await rm(dir, { recursive: true, force: true });
 }

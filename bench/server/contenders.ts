@@ -4,7 +4,7 @@ import { Tensor, encodeNpy, type ServingInput } from '@kiln/core';
 import { createWorkerPool } from '@kiln/worker-pool';
 
 const KILN_BIN = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));
-const NAIVE = fileURLToPath(new URL('./naive-server.ts', import.meta.url));
+const NAIVE = fileURLToPath(new URL('./naive-server.mjs', import.meta.url));
 
 export interface Workload {
   readonly label: string;
@@ -88,8 +88,8 @@ export async function startKiln(workload: Workload, port: number): Promise<Runni
 /** The hand-written Koa + onnxruntime-node server. */
 export async function startNaive(workload: Workload, port: number): Promise<RunningServer> {
   const child = fork(NAIVE, [`${workload.modelDir}/model.onnx`, String(port)], {
-    execArgv: ['--import', 'tsx'],
-    env: { ...process.env, NAIVE_INPUT_DIMS: JSON.stringify(workload.dims) },
+    execArgv: [],
+    env: process.env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {

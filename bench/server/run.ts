@@ -1,12 +1,25 @@
-// bench/server: Kiln over HTTP against Kiln in-process, and against a hand-written Koa +
-// onnxruntime-node server, on a ResNet-18-class model, a small MLP and a tiny model. All figures
-// of a run come from the same machine state: contenders are interleaved over rounds.
-//   node --import tsx bench/server/run.ts [--seconds 10] [--rounds 2] [--only resnet18,mlp,tiny]
+// bench/server: Kiln over HTTP against the server a Node user would write by hand (Koa +
+// onnxruntime-node, npy in and npy out, its own process) and against Kiln in process, on a tiny
+// MLP and a ResNet-18-class model. Contenders alternate (A B, B A, …) over the rounds; every
+// figure is printed as median [min–max] over the rounds, every ratio from the same rounds.
+//   node --import tsx bench/server/run.ts [--seconds 8] [--rounds 3] [--only mlp,resnet18]
 //     [--no-ping]
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { mlpModel, resnetModel, tinyModel } from '@kiln/model-tools';
+import { parseArgs } from 'node:util';
+import { decodeNpy } from '@kiln/core';
+import { mlpModel, resnetModel } from '@kiln/model-tools';
+import {
+  type Goal,
+  type Spread,
+  formatSpread,
+  goalLine,
+  machineLine,
+  ratioSpread,
+  spreadOf,
+} from '../harness/figures.js';
+import { alternateRounds } from '../harness/rounds.js';
 import {
   type RunningServer,
   type Workload,
@@ -14,241 +27,279 @@ import {
   startInProcess,
   startKiln,
   startNaive,
-  v2BinaryRequest,
 } from './contenders.js';
-import {
-  type LoadOptions,
-  type LoadResult,
-  pingWhile,
-  runLoad as runNodeLoad,
-} from './load-generator.js';
+import { type LoadOptions, type LoadResult, pingWhile, runLoad } from './load-generator.js';
 import { runWrk, wrkAvailable } from './wrk-load.js';
 
-const args = process.argv.slice(2);
-const flag = (name: string, fallback: number) => {
-  const i = args.indexOf(`--${name}`);
-  return i >= 0 ? Number(args[i + 1]) : fallback;
-};
-const seconds = flag('seconds', 10);
-// The /ping probe passes (one more load pass per server and round); --no-ping skips them.
-const probePing = !args.includes('--no-ping');
-const rounds = flag('rounds', 2);
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '8' },
+    rounds: { type: 'string', default: '3' },
+    only: { type: 'string' },
+    'no-ping': { type: 'boolean', default: false },
+  },
+});
+const seconds = Number(args.seconds);
+const rounds = Number(args.rounds);
 // wrk leaves the cores to the servers; the Node client is the fallback where wrk is missing.
 const useWrk = wrkAvailable();
-const runLoad = async (options: LoadOptions): Promise<LoadResult> =>
-  useWrk ? runWrk(options) : runNodeLoad(options);
+const load = (options: LoadOptions): Promise<LoadResult> =>
+  useWrk ? runWrk(options) : runLoad(options);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-server-'));
 
-async function prepare(): Promise<Workload[]> {
-  const resnetDir = path.join(root, 'resnet18');
-  await resnetModel(resnetDir, { depth: 18 });
-  const resnetB1Dir = path.join(root, 'resnet18-b1');
-  fs.cpSync(resnetDir, resnetB1Dir, { recursive: true });
-  const tinyDir = await tinyModel(path.join(root, 'tiny'));
-  const mlp = await mlpModel(path.join(root, 'mlp'), {
-    inputSize: 1024,
-    hidden: [2048, 2048],
-    outputSize: 1000,
-  });
-  const workloads: Workload[] = [
-    // ResNet: two workers, one intra-op thread each (the pool's budget on 2 cores), with
-    // dynamic batching of up to 4 — as Kiln would be deployed — and without it.
-    {
-      label: 'resnet18',
-      modelDir: resnetDir,
-      modelName: 'resnet',
-      inputName: 'input',
-      dims: [1, 3, 224, 224],
-      concurrency: 8,
-      properties: { minWorkers: '2', maxWorkers: '2', batch_size: '4', max_batch_delay: '5' },
-    },
-    {
-      label: 'resnet18-b1',
-      modelDir: resnetB1Dir,
-      modelName: 'resnet',
-      inputName: 'input',
-      dims: [1, 3, 224, 224],
-      concurrency: 8,
-      properties: { minWorkers: '2', maxWorkers: '2', batch_size: '1' },
-    },
-    // A small MLP whose 8.5 M weights are read once per run: at batch 1 that traffic, not the
-    // arithmetic, is the cost of a request, and dynamic batching shares it.
-    {
-      label: 'mlp',
-      modelDir: mlp.dir,
-      modelName: 'mlp',
-      inputName: 'x',
-      dims: [1, 1024],
-      concurrency: 64,
-      properties: { minWorkers: '1', maxWorkers: '1', batch_size: '32', max_batch_delay: '2' },
-    },
-    // Tiny (Add + Relu): nothing to amortise, so this shows the fixed cost of each request.
-    {
-      label: 'tiny',
-      modelDir: tinyDir,
-      modelName: 'tiny',
-      inputName: 'x',
-      dims: [1, 4],
-      concurrency: 64,
-      properties: { minWorkers: '1', maxWorkers: '1', batch_size: '32', max_batch_delay: '2' },
-    },
-  ];
-  for (const w of workloads) {
-    const lines = Object.entries(w.properties).map(([k, v]) => `${k}=${v}`);
-    fs.appendFileSync(path.join(w.modelDir, 'serving.properties'), `${lines.join('\n')}\n`);
-  }
-  return workloads;
+/** A server under test: Kiln with some serving.properties, the naive server, or in process. */
+interface ContenderSpec {
+  readonly name: string;
+  readonly kind: 'kiln' | 'naive' | 'in-process';
+  /** serving.properties for Kiln; none means Kiln's defaults. */
+  readonly properties?: Readonly<Record<string, string>>;
 }
 
-interface Sample {
-  throughput: number;
-  p50?: number;
-  p99?: number;
-  pingP99?: number;
-  errors?: number;
+interface Ratio {
+  readonly label: string;
+  readonly of: string;
+  readonly over: string;
+  readonly goal: Goal;
 }
 
-/**
- * One load pass. Throughput passes run without the /ping probe, as the in-process contender
- * does; a separate probe pass measures how the server answers health checks under the load
- * (a probe costs CPU that the 2-core machine's throughput figures would otherwise pay).
- */
-async function httpRound(
-  server: RunningServer,
-  route: string,
-  body: Buffer,
-  headers: Record<string, string>,
-  concurrency: number,
-  probe = false,
-): Promise<Sample> {
-  const ping = probe ? pingWhile(`${server.url}/ping`) : undefined;
-  const result: LoadResult = await runLoad({
-    url: `${server.url}${route}`,
-    body,
-    headers,
-    concurrency,
-    durationMs: seconds * 1000,
-  });
-  const pings = await ping?.stop();
-  return {
-    throughput: result.throughput,
-    p50: result.p50,
-    p99: result.p99,
-    pingP99: pings?.p99,
-    errors: result.errors,
-  };
+interface Scenario {
+  readonly label: string;
+  readonly model: () => Promise<{ dir: string; inputName: string; dims: number[] }>;
+  readonly concurrency: number;
+  readonly contenders: readonly ContenderSpec[];
+  readonly ratios: readonly Ratio[];
+  /** Contenders whose /ping p99 under this load is held to the goal. */
+  readonly pingGoal?: { readonly contenders: readonly string[]; readonly goal: Goal };
 }
 
-const median = (values: number[]) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-const fmt = (n: number | undefined, digits = 1) =>
-  n === undefined || Number.isNaN(n) ? '-' : n.toFixed(digits);
-
-async function benchWorkload(w: Workload, portBase: number): Promise<Record<string, Sample[]>> {
-  const samples: Record<string, Sample[]> = {
-    'in-process': [],
-    'kiln /predictions': [],
-    'kiln /v2 binary': [],
-    'naive koa+ort': [],
-  };
-  const npy = npyBody(w);
-  const v2 = v2BinaryRequest(w);
-  const raw = Buffer.from((await import('./contenders.js')).inputTensor(w).data.buffer);
-  for (let round = 0; round < rounds; round++) {
-    const inProcess = await startInProcess(w);
-    await inProcess.run(1000);
-    samples['in-process']!.push(await inProcess.run(seconds * 1000));
-    await inProcess.stop();
-
-    const kiln = await startKiln(w, portBase);
-    await runLoad({
-      url: `${kiln.url}/predictions/${w.modelName}`,
-      body: npy,
-      concurrency: w.concurrency,
-      durationMs: 1000,
-    });
-    samples['kiln /predictions']!.push(
-      await httpRound(
-        kiln,
-        `/predictions/${w.modelName}`,
-        npy,
-        { 'content-type': 'tensor/npy', accept: 'tensor/npy' },
-        w.concurrency,
-      ),
-    );
-    samples['kiln /v2 binary']!.push(
-      await httpRound(kiln, `/v2/models/${w.modelName}/infer`, v2.body, v2.headers, w.concurrency),
-    );
-    if (probePing) {
-      const probed = await httpRound(
-        kiln,
-        `/predictions/${w.modelName}`,
-        npy,
-        { 'content-type': 'tensor/npy', accept: 'tensor/npy' },
-        w.concurrency,
-        true,
-      );
-      samples['kiln /predictions']!.at(-1)!.pingP99 = probed.pingP99;
-    }
-    await kiln.stop();
-
-    const naive = await startNaive(w, portBase + 10);
-    await runLoad({
-      url: `${naive.url}/infer`,
-      body: raw,
-      concurrency: w.concurrency,
-      durationMs: 1000,
-    });
-    const naiveHeaders = { 'content-type': 'application/octet-stream' };
-    samples['naive koa+ort']!.push(
-      await httpRound(naive, '/infer', raw, naiveHeaders, w.concurrency),
-    );
-    if (probePing) {
-      const probed = await httpRound(naive, '/infer', raw, naiveHeaders, w.concurrency, true);
-      samples['naive koa+ort']!.at(-1)!.pingP99 = probed.pingP99;
-    }
-    await naive.stop();
-  }
-  return samples;
+// 64 → 256 → 256 → 10: a model whose forward costs less than its HTTP request. Made once.
+let mlp: Promise<{ dir: string; inputName: string; dims: number[] }> | undefined;
+function tinyMlp() {
+  mlp ??= mlpModel(path.join(root, 'mlp'), {
+    inputSize: 64,
+    hidden: [256, 256],
+    outputSize: 10,
+  }).then((m) => ({ dir: m.dir, inputName: 'x', dims: [1, 64] }));
+  return mlp;
 }
 
-const only = args.includes('--only') ? args[args.indexOf('--only') + 1]!.split(',') : undefined;
-const workloads = (await prepare()).filter((w) => !only || only.includes(w.label));
-console.log(
-  `bench/server: ${os.cpus().length} cores, ${seconds}s per measurement, ${rounds} interleaved rounds (medians), client ${useWrk ? 'wrk' : 'node'}`,
-);
-let port = 18400;
-for (const w of workloads) {
-  const samples = await benchWorkload(w, port);
-  port += 20;
-  const summary = Object.fromEntries(
-    Object.entries(samples).map(([name, list]) => [
-      name,
+const scenarios: Scenario[] = [
+  {
+    label: 'mlp',
+    model: tinyMlp,
+    concurrency: 64,
+    contenders: [
+      { name: 'kiln defaults', kind: 'kiln' },
       {
-        throughput: median(list.map((s) => s.throughput)),
-        p50: list[0]!.p50 === undefined ? undefined : median(list.map((s) => s.p50!)),
-        p99: list[0]!.p99 === undefined ? undefined : median(list.map((s) => s.p99!)),
-        pingP99: list[0]!.pingP99 === undefined ? undefined : median(list.map((s) => s.pingP99!)),
-        errors: list.reduce((sum, s) => sum + (s.errors ?? 0), 0),
+        name: 'kiln batch 32',
+        kind: 'kiln',
+        properties: { batch_size: '32', max_batch_delay: '2' },
       },
-    ]),
-  );
-  console.log(`\n${w.label} (concurrency ${w.concurrency}, ${JSON.stringify(w.properties)})`);
-  console.log('contender            req/s    p50 ms   p99 ms   /ping p99 ms  errors');
-  for (const [name, s] of Object.entries(summary)) {
-    console.log(
-      `${name.padEnd(20)} ${fmt(s.throughput).padStart(7)} ${fmt(s.p50).padStart(8)} ${fmt(s.p99).padStart(8)} ${fmt(s.pingP99, 2).padStart(13)} ${String(s.errors).padStart(7)}`,
-    );
-  }
-  const ratio = (a: string, b: string) => summary[a]!.throughput / summary[b]!.throughput;
-  console.log(
-    `ratio /predictions ÷ in-process: ${ratio('kiln /predictions', 'in-process').toFixed(3)}`,
-  );
-  console.log(
-    `ratio /v2 binary ÷ in-process:   ${ratio('kiln /v2 binary', 'in-process').toFixed(3)}`,
-  );
-  console.log(
-    `ratio /predictions ÷ naive:      ${ratio('kiln /predictions', 'naive koa+ort').toFixed(3)}`,
-  );
+      { name: 'naive koa+ort', kind: 'naive' },
+    ],
+    ratios: [
+      {
+        label: 'kiln defaults ÷ naive',
+        of: 'kiln defaults',
+        over: 'naive koa+ort',
+        goal: { atLeast: 2 },
+      },
+      {
+        label: 'kiln batch 32 ÷ naive',
+        of: 'kiln batch 32',
+        over: 'naive koa+ort',
+        goal: { atLeast: 2 },
+      },
+    ],
+    pingGoal: { contenders: ['kiln defaults'], goal: { atMost: 5 } },
+  },
+  {
+    label: 'mlp-batching',
+    model: tinyMlp,
+    concurrency: 32,
+    contenders: [
+      { name: 'kiln batch 1', kind: 'kiln', properties: { batch_size: '1' } },
+      {
+        name: 'kiln batch 8',
+        kind: 'kiln',
+        properties: { batch_size: '8', max_batch_delay: '2' },
+      },
+    ],
+    ratios: [
+      {
+        label: 'batch 8 ÷ batch 1',
+        of: 'kiln batch 8',
+        over: 'kiln batch 1',
+        goal: { atLeast: 4 },
+      },
+    ],
+  },
+  {
+    label: 'resnet18',
+    model: async () => {
+      const resnet = await resnetModel(path.join(root, 'resnet18'), { depth: 18 });
+      return { dir: resnet.dir, inputName: 'input', dims: [1, 3, 224, 224] };
+    },
+    concurrency: 16,
+    contenders: [
+      { name: 'kiln defaults', kind: 'kiln' },
+      { name: 'in-process', kind: 'in-process' },
+      { name: 'naive koa+ort', kind: 'naive' },
+    ],
+    ratios: [
+      {
+        label: 'kiln defaults ÷ naive',
+        of: 'kiln defaults',
+        over: 'naive koa+ort',
+        goal: { atLeast: 1.2 },
+      },
+      {
+        label: 'HTTP ÷ in-process',
+        of: 'kiln defaults',
+        over: 'in-process',
+        goal: { atLeast: 0.95 },
+      },
+    ],
+    pingGoal: { contenders: ['kiln defaults', 'naive koa+ort'], goal: { atMost: 5 } },
+  },
+];
+
+interface Started {
+  readonly spec: ContenderSpec;
+  readonly workload: Workload;
+  readonly server?: RunningServer;
+  readonly inProcess?: Awaited<ReturnType<typeof startInProcess>>;
 }
+
+/** Each contender gets its own copy of the model folder, with its own serving.properties. */
+async function start(
+  spec: ContenderSpec,
+  scenario: Scenario,
+  model: { dir: string; inputName: string; dims: number[] },
+  port: number,
+): Promise<Started> {
+  const dir = path.join(root, `${scenario.label}-${spec.name.replace(/\W+/g, '-')}`);
+  fs.cpSync(model.dir, dir, { recursive: true });
+  const properties = spec.properties ?? {};
+  const lines = Object.entries(properties).map(([k, v]) => `${k}=${v}`);
+  if (lines.length)
+    fs.appendFileSync(path.join(dir, 'serving.properties'), `${lines.join('\n')}\n`);
+  const workload: Workload = {
+    label: scenario.label,
+    modelDir: dir,
+    modelName: 'm',
+    inputName: model.inputName,
+    dims: model.dims,
+    concurrency: scenario.concurrency,
+    properties,
+  };
+  if (spec.kind === 'kiln') return { spec, workload, server: await startKiln(workload, port) };
+  if (spec.kind === 'naive') return { spec, workload, server: await startNaive(workload, port) };
+  return { spec, workload, inProcess: await startInProcess(workload) };
+}
+
+function routeOf(started: Started): string {
+  return started.spec.kind === 'naive' ? '/infer' : `/predictions/${started.workload.modelName}`;
+}
+
+const npyHeaders = { 'content-type': 'tensor/npy', accept: 'tensor/npy' };
+
+/** One closed-loop pass at the scenario's concurrency; returns requests per second. */
+async function throughputOf(started: Started, durationMs: number): Promise<number> {
+  if (started.inProcess) return (await started.inProcess.run(durationMs)).throughput;
+  const result = await load({
+    url: `${started.server!.url}${routeOf(started)}`,
+    body: npyBody(started.workload),
+    headers: npyHeaders,
+    concurrency: started.workload.concurrency,
+    durationMs,
+  });
+  if (result.errors > 0) throw new Error(`${started.spec.name}: ${result.errors} failed requests`);
+  return result.throughput;
+}
+
+/** /ping's p99 while the contender is under the scenario's load, in ms. */
+async function pingP99Of(started: Started, durationMs: number): Promise<number> {
+  const ping = pingWhile(`${started.server!.url}/ping`);
+  await throughputOf(started, durationMs);
+  return (await ping.stop()).p99;
+}
+
+/** Every HTTP contender answers the same request with the same numbers. */
+async function checkSameAnswers(all: readonly Started[]): Promise<void> {
+  const answers: { name: string; data: Float32Array }[] = [];
+  for (const s of all) {
+    if (!s.server) continue;
+    const response = await fetch(`${s.server.url}${routeOf(s)}`, {
+      method: 'POST',
+      body: npyBody(s.workload),
+      headers: npyHeaders,
+    });
+    if (!response.ok)
+      throw new Error(`${s.spec.name}: ${response.status} ${await response.text()}`);
+    const tensor = decodeNpy(new Uint8Array(await response.arrayBuffer()));
+    answers.push({ name: s.spec.name, data: tensor.data as Float32Array });
+  }
+  const [first, ...rest] = answers;
+  for (const other of rest) {
+    const diff = Math.max(...first!.data.map((v, i) => Math.abs(v - other.data[i]!)));
+    if (!(diff <= 1e-4) || other.data.length !== first!.data.length)
+      throw new Error(`${other.name} answers differently from ${first!.name} (max diff ${diff})`);
+  }
+}
+
+async function runScenario(scenario: Scenario, portBase: number): Promise<void> {
+  const model = await scenario.model();
+  const started: Started[] = [];
+  try {
+    for (const [i, spec] of scenario.contenders.entries())
+      started.push(await start(spec, scenario, model, portBase + i * 10));
+    await checkSameAnswers(started);
+    const contenders = started.map((s) => ({
+      name: s.spec.name,
+      measure: (round: number) => throughputOf(s, round < 0 ? 2000 : seconds * 1000),
+    }));
+    const throughput = await alternateRounds(contenders, { rounds, warmupRounds: 1 });
+    console.log(
+      `\n${scenario.label}: concurrency ${scenario.concurrency}, ${seconds} s per round, ${rounds} rounds; ${machineLine()}`,
+    );
+    for (const s of started) {
+      const props = s.spec.properties ? JSON.stringify(s.spec.properties) : 'defaults';
+      console.log(
+        `  ${s.spec.name.padEnd(16)} ${formatSpread(spreadOf(throughput[s.spec.name]!)).padStart(24)} req/s   (${props})`,
+      );
+    }
+    for (const r of scenario.ratios)
+      console.log(
+        `  ${goalLine(r.label, ratioSpread(throughput[r.of]!, throughput[r.over]!), r.goal)}`,
+      );
+    if (scenario.pingGoal && !args['no-ping']) {
+      // The probe runs in passes of its own: during throughput passes it would take CPU from
+      // the HTTP contenders only.
+      const probed = started.filter((s) => scenario.pingGoal!.contenders.includes(s.spec.name));
+      const pings = await alternateRounds(
+        probed.map((s) => ({ name: s.spec.name, measure: () => pingP99Of(s, seconds * 1000) })),
+        { rounds },
+      );
+      for (const s of probed) {
+        const spread: Spread = spreadOf(pings[s.spec.name]!);
+        console.log(
+          `  ${goalLine(`/ping p99 under load, ${s.spec.name}`, spread, scenario.pingGoal.goal, ' ms', 1)}`,
+        );
+      }
+    }
+  } finally {
+    for (const s of started) await (s.server?.stop() ?? s.inProcess?.stop());
+  }
+}
+
+const only = args.only?.split(',');
+console.log(`bench/server: client ${useWrk ? 'wrk' : 'node'}; ${machineLine()}`);
+let port = 18400;
+for (const scenario of scenarios) {
+  if (only && !only.includes(scenario.label)) continue;
+  await runScenario(scenario, port);
+  port += 50;
+}
+console.log(`\nend: ${machineLine()}`);
 fs.rmSync(root, { recursive: true, force: true });

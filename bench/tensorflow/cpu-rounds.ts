@@ -1,8 +1,4 @@
-import {
-  type Contender,
-  type RoundResult,
-  interleavedRounds,
-} from '../engine-overhead/interleave.js';
+import { type Contender, type RoundResult, interleavedRounds } from '../harness/interleave.js';
 
 export interface MeasuredRounds {
   /** Wall-clock milliseconds per call, per round. */

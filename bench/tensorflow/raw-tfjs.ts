@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, sep } from 'node:path';
 import { fileSystemLoadHandler } from '@kiln/engine-tensorflow';
 import type * as Tfjs from '@tensorflow/tfjs';
-import type { Contender } from '../engine-overhead/interleave.js';
+import type { Contender } from '../harness/interleave.js';
 
 export type Tf = typeof Tfjs;
 

@@ -32,12 +32,7 @@ import { createOnnxRuntimeEngine } from '@kiln/engine-onnxruntime';
 import { createTensorFlowEngine } from '@kiln/engine-tensorflow';
 import { tfjsAffineModel } from '@kiln/testing';
 import { kilnContender } from '../engine-overhead/contenders.js';
-import {
-  type Contender,
-  type RoundResult,
-  medianOf,
-  quantileOf,
-} from '../engine-overhead/interleave.js';
+import { type Contender, type RoundResult, medianOf, quantileOf } from '../harness/interleave.js';
 import { type MeasuredRounds, callsForSegment, measuredRounds, warmUp } from './cpu-rounds.js';
 import { type TwinModel, writeCnnTwins, writeMlpTwins } from './models.js';
 import { rawTfjs, rawTfjsContender } from './raw-tfjs.js';

@@ -4,7 +4,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { CPU, NDList, Tensor, servingPropertiesFrom } from '@kiln/core';
 import { createTensorFlowEngine } from '@kiln/engine-tensorflow';
 import { kilnContender } from '../engine-overhead/contenders.js';
-import type { Contender } from '../engine-overhead/interleave.js';
+import type { Contender } from '../harness/interleave.js';
 import { type MeasuredRounds, measuredRounds, warmUp } from './cpu-rounds.js';
 import { rawTfjs, rawTfjsContender } from './raw-tfjs.js';
 

@@ -1,3 +1,7 @@
+import { quantile } from './figures.js';
+
+export { median, quantile } from './figures.js';
+
 /** A way of running the same work: `call` does one inference of `items` inputs. */
 export interface Contender {
   readonly name: string;
@@ -30,19 +34,6 @@ export async function interleavedRounds(
     results.push({ msPerCall });
   }
   return results;
-}
-
-/** The q-quantile (0–1) by linear interpolation between the nearest ranks. */
-export function quantile(values: readonly number[], q: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const position = (sorted.length - 1) * q;
-  const low = Math.floor(position);
-  const high = Math.ceil(position);
-  return sorted[low]! + (sorted[high]! - sorted[low]!) * (position - low);
-}
-
-export function median(values: readonly number[]): number {
-  return quantile(values, 0.5);
 }
 
 /** Quantile over rounds of `f(round)`: ratios are taken within a round, then summarised. */
