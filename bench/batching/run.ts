@@ -12,7 +12,8 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { MODEL_FILE, mlpModel } from '@kiln/model-tools';
 import { createWorkerPool } from '@kiln/worker-pool';
-import { type LoadResult, quantile, runLoad } from './load-test.js';
+import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
+import { type LoadResult, runLoad } from './load-test.js';
 import { largestDifference, rowRequests } from './workload.js';
 
 const { values: args } = parseArgs({
@@ -118,18 +119,28 @@ async function main(): Promise<void> {
     );
   }
   const [single, batched] = rows;
-  const ratio = batched!.result.throughput / single!.result.throughput;
-  const lag = batched!.result.lagP99Ms;
+  const throughputs = (name: string) => results.get(name)!.map((r) => r.throughput);
+  const [singleName, batchedName] = configurations.map((c) => c.name) as [string, string];
   console.log(
-    `throughput ratio batch_size ${int('batch')} / 1: ${ratio.toFixed(2)}× (target ≥ 3×)`,
+    `throughput, median [min–max] over rounds: ${singleName} ${formatSpread(spreadOf(throughputs(singleName)), 0)} req/s, ` +
+      `${batchedName} ${formatSpread(spreadOf(throughputs(batchedName)), 0)} req/s`,
   );
   console.log(
-    `event loop lag p99 while saturated: ${lag.toFixed(2)} ms (target ≤ 10 ms); ` +
-      `idle baseline in the same run: ${quantile(
-        [...idleLag].sort((a, b) => a - b),
-        0.5,
-      ).toFixed(2)} ms`,
+    goalLine(
+      `throughput ratio ${batchedName} ÷ batch_size 1`,
+      ratioSpread(throughputs(batchedName), throughputs(singleName)),
+      { atLeast: 4 },
+    ),
   );
+  console.log(
+    goalLine(
+      'event loop lag p99 while saturated',
+      spreadOf(results.get(batchedName)!.map((r) => r.lagP99Ms)),
+      { atMost: 5 },
+      ' ms',
+    ) + `; idle baseline in the same run: ${formatSpread(spreadOf(idleLag), 2)} ms`,
+  );
+  console.log(`load: ${machineLine()}`);
   console.log(
     `largest difference between the two configurations' answers: ${largestDifference(single!.result.outputs, batched!.result.outputs).toExponential(2)}`,
   );

@@ -123,34 +123,6 @@ async function kilnVersusRaw(engine: Engine, model: TwinModel, batch: number): P
   await kilnModel.dispose();
 }
 
-/** Two callers at once: raw tfjs serves them one after the other, Kiln on two worker threads. */
-async function twoCallers(engine: Engine, model: TwinModel): Promise<void> {
-  const tf = await rawTfjs('wasm');
-  const data = inputFor(model, 1);
-  const shape = [1, ...model.tfjsExample];
-  const raw = await rawTfjsContender('raw', tf, model.tfjsDir, data, shape);
-  const kilnModel = await engine.loadModel(request(model.tfjsDir));
-  const input = NDList.of(new Tensor('float32', data, shape, model.inputName));
-  const kiln = await Promise.all([
-    kilnContender('a', kilnModel, input),
-    kilnContender('b', kilnModel, input),
-  ]);
-  const contenders: Contender[] = [
-    { name: 'raw', call: async () => [await raw.call(), await raw.call()] },
-    { name: 'kiln', call: () => Promise.all(kiln.map((k) => k.call())) },
-  ];
-  await warmUp(contenders, WARM_UP_MS);
-  const measured = await measuredRounds(
-    contenders,
-    pairs,
-    await callsForSegment(contenders, SEGMENT_MS),
-  );
-  kilnVersusRawRow(`${model.name}, 2 callers`, 1, measured, 'Kiln: 2 contexts (threads)');
-  raw.close();
-  await Promise.all(kiln.map((k) => k.close()));
-  await kilnModel.dispose();
-}
-
 async function sameThread(jobs: SameThreadJob[]): Promise<SameThreadResult[]> {
   const worker = spawnModuleWorker(new URL('./same-thread.ts', import.meta.url), {
     workerData: { jobs },
@@ -262,7 +234,6 @@ try {
   ] as const) {
     await kilnVersusRaw(engines.tf!, model, batch);
   }
-  await twoCallers(engines.tf!, cnn);
 
   console.log("\n2. Kiln vs raw tfjs in one worker thread (the engine inline): Kiln's own code\n");
   console.log(
