@@ -65,7 +65,13 @@ export class ServerMetrics {
   });
 
   constructor() {
-    collectDefaultMetrics({ register: this.registry, prefix: 'kiln_' });
+    // prom-client samples the loop every 10 ms by default, and each sample is the whole
+    // interval: an idle server would report ~10 ms of lag. 1 ms reports the real delay.
+    collectDefaultMetrics({
+      register: this.registry,
+      prefix: 'kiln_',
+      eventLoopMonitoringPrecision: 1,
+    });
   }
 
   private stage(name: string, help: string): Histogram<'model'> {
