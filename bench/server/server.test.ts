@@ -1,0 +1,27 @@
+import { execFile } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { createOnnxRuntimeEngine } from '@kiln/engine-onnxruntime';
+import { checkEngine } from '@kiln/testing';
+import { describe, expect, it } from 'vitest';
+
+const availability = await checkEngine('OnnxRuntime', async () => {
+  await createOnnxRuntimeEngine().load();
+  return null;
+});
+const RUN = fileURLToPath(new URL('./run.ts', import.meta.url));
+
+describe.runIf(availability.run)('bench/server', () => {
+  it('runs Kiln and the naive server on the same answers and prints ratios against goals', async () => {
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', RUN, '--only', 'mlp', '--seconds', '1', '--rounds', '1', '--no-ping'],
+      { timeout: 120_000 },
+    );
+    expect(stdout).toMatch(/naive koa\+ort\s+[\d.]+ \[/);
+    expect(stdout).toMatch(
+      /kiln defaults ÷ naive: [\d.]+ \[[\d.]+–[\d.]+\]× \(goal ≥ 2×: (meets|misses)\)/,
+    );
+    expect(stdout).toMatch(/load average [\d.]+ \/ [\d.]+ \/ [\d.]+/);
+  }, 150_000);
+});
