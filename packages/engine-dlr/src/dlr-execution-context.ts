@@ -8,7 +8,7 @@ import {
 } from '@kiln/core';
 import type { DlrModelHandle } from '@kiln/dlr-native';
 import { toKilnError } from './dlr-errors.js';
-import { bindInputs, outputList } from './dlr-tensors.js';
+import { dlrInputs, outputList } from './dlr-tensors.js';
 
 /**
  * One DLR model handle used as a Kiln execution context. The handle is this context's alone
@@ -40,7 +40,7 @@ export class DlrExecutionContext implements ExecutionContext {
       );
     let tensors;
     try {
-      tensors = bindInputs(this.inputs, input);
+      tensors = dlrInputs(this.inputs, input);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -44,8 +44,8 @@ describe.skipIf(skipReason !== undefined)('a real libdlr and TVM-compiled model'
   const inputs = () =>
     new NDList(
       model.inputs.map((d) => {
-        const shape = d.shape.map((n) => (n < 0 ? dim : n));
-        return new Tensor(d.dtype as DType, allocate(d.dtype, shapeSize(shape)), shape, d.name);
+        const shape = d.shape!.map((n) => (n < 0 ? dim : n));
+        return new Tensor(d.dtype as DType, allocate(d.dtype!, shapeSize(shape)), shape, d.name);
       }),
     );
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { KilnError, NDList, Tensor, type TensorDescriptor } from '@kiln/core';
 import type { ArgumentDescription, HostTensor, NativeValue } from '@kiln/libtorch-native';
-import { bindInputs, flattenOutputs } from './forward-binding.js';
+import { forwardArguments, flattenOutputs } from './forward-binding.js';
 
 const arg = (name: string, type = 'Tensor', hasDefault = false): ArgumentDescription => ({
   name,
@@ -17,9 +17,9 @@ const host = (values: number[]): HostTensor => ({
 });
 const valuesOf = (value: NativeValue) => Array.from((value as HostTensor).data as Float32Array);
 
-describe('bindInputs', () => {
+describe('forwardArguments', () => {
   it('binds named tensors to arguments by name, whatever their order', () => {
-    const args = bindInputs(
+    const args = forwardArguments(
       NDList.of(f32([2], 'b'), f32([1], 'a')),
       [arg('a'), arg('b')],
       undefined,
@@ -29,64 +29,64 @@ describe('bindInputs', () => {
 
   it('binds unnamed tensors by position and refuses too many', () => {
     expect(
-      bindInputs(NDList.of(f32([1]), f32([2])), [arg('a'), arg('b')], undefined).map(valuesOf),
+      forwardArguments(NDList.of(f32([1]), f32([2])), [arg('a'), arg('b')], undefined).map(valuesOf),
     ).toEqual([[1], [2]]);
-    expect(() => bindInputs(NDList.of(f32([1]), f32([2])), [arg('a')], undefined)).toThrow(
+    expect(() => forwardArguments(NDList.of(f32([1]), f32([2])), [arg('a')], undefined)).toThrow(
       /takes 1 inputs/,
     );
   });
 
   it('names a missing input, allowing trailing arguments with defaults', () => {
-    expect(() => bindInputs(NDList.of(f32([1], 'a')), [arg('a'), arg('b')], undefined)).toThrow(
+    expect(() => forwardArguments(NDList.of(f32([1], 'a')), [arg('a'), arg('b')], undefined)).toThrow(
       'input b is missing',
     );
     expect(
-      bindInputs(NDList.of(f32([1], 'a')), [arg('a'), arg('scale', 'float', true)], undefined),
+      forwardArguments(NDList.of(f32([1], 'a')), [arg('a'), arg('scale', 'float', true)], undefined),
     ).toHaveLength(1);
     expect(() =>
-      bindInputs(NDList.of(f32([1], 'b')), [arg('a', 'Tensor'), arg('b')], undefined),
+      forwardArguments(NDList.of(f32([1], 'b')), [arg('a', 'Tensor'), arg('b')], undefined),
     ).toThrow('input a is missing');
   });
 
   it('packs all tensors into one tuple, list or dict argument', () => {
     const list = NDList.of(f32([1], 'p'), f32([2], 'q'));
     expect(
-      (bindInputs(list, [arg('xs', 'Tuple[Tensor, Tensor]')], undefined)[0] as NativeValue[]).map(
+      (forwardArguments(list, [arg('xs', 'Tuple[Tensor, Tensor]')], undefined)[0] as NativeValue[]).map(
         valuesOf,
       ),
     ).toEqual([[1], [2]]);
-    expect(bindInputs(list, [arg('xs', 'List[Tensor]')], undefined)[0]).toHaveLength(2);
-    const dict = bindInputs(list, [arg('inputs', 'Dict[str, Tensor]')], undefined)[0] as Record<
+    expect(forwardArguments(list, [arg('xs', 'List[Tensor]')], undefined)[0]).toHaveLength(2);
+    const dict = forwardArguments(list, [arg('inputs', 'Dict[str, Tensor]')], undefined)[0] as Record<
       string,
       NativeValue
     >;
     expect(Object.keys(dict)).toEqual(['p', 'q']);
     expect(() =>
-      bindInputs(NDList.of(f32([1])), [arg('inputs', 'Dict[str, Tensor]')], undefined),
+      forwardArguments(NDList.of(f32([1])), [arg('inputs', 'Dict[str, Tensor]')], undefined),
     ).toThrow(/needs a name/);
   });
 
   it('checks dtypes and shapes against a declared signature', () => {
     const declared: TensorDescriptor[] = [{ name: 'x', dtype: 'float32', shape: [-1, 2] }];
     const int = new Tensor('int32', new Int32Array(2), [1, 2], 'x');
-    expect(() => bindInputs(NDList.of(int), [arg('x')], declared)).toThrow(
+    expect(() => forwardArguments(NDList.of(int), [arg('x')], declared)).toThrow(
       expect.objectContaining({
         code: 'INVALID_INPUT',
-        message: 'input x is int32, but the model takes float32',
+        message: 'input x expects float32, got int32',
       }),
     );
     const wide = new Tensor('float32', new Float32Array(3), [1, 3], 'x');
-    expect(() => bindInputs(NDList.of(wide), [arg('x')], declared)).toThrow(
+    expect(() => forwardArguments(NDList.of(wide), [arg('x')], declared)).toThrow(
       expect.objectContaining({ code: 'SHAPE_MISMATCH' }),
     );
-    expect(() => bindInputs(NDList.of(f32([1], 'z')), [arg('x')], declared)).toThrow(
+    expect(() => forwardArguments(NDList.of(f32([1], 'z')), [arg('x')], declared)).toThrow(
       'the model has no input named z (it takes x)',
     );
   });
 
   it('refuses string tensors, which LibTorch cannot hold', () => {
     const strings = new Tensor('string', ['a'], [1], 'x');
-    expect(() => bindInputs(NDList.of(strings), [arg('x')], undefined)).toThrow(
+    expect(() => forwardArguments(NDList.of(strings), [arg('x')], undefined)).toThrow(
       expect.objectContaining({ code: 'UNSUPPORTED_DTYPE' }),
     );
   });

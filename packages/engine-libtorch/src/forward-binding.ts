@@ -5,8 +5,8 @@ import {
   NDList,
   Tensor,
   type TensorDescriptor,
-  formatShape,
-  shapeMatches,
+  checkInput,
+  hasRealName,
 } from '@kiln/core';
 import type { ArgumentDescription, NativeValue } from '@kiln/libtorch-native';
 import { fromHostTensor, isHostTensor, toHostTensor } from './tensor-bridge.js';
@@ -15,11 +15,12 @@ import { fromHostTensor, isHostTensor, toHostTensor } from './tensor-bridge.js';
  * Binds an NDList to forward's arguments:
  * - one argument typed Dict[str, …]: the tensors by name;
  * - one argument typed Tuple[…] or List[…]: all tensors, in order;
- * - otherwise by name when every tensor is named after an argument, else by position.
- * Inputs the model declares in a stored signature are checked first (dtype, shape), so a
- * wrong input is an INVALID_INPUT/SHAPE_MISMATCH, not an engine failure.
+ * - otherwise by name when every tensor is named after an argument, else by position — core's
+ *   rule, where numpy's placeholder names (`arr_0`) count as no name.
+ * Inputs the model declares in a stored signature are checked first (dtype, shape) by core's
+ * checkInput, so a wrong input is an INVALID_INPUT/SHAPE_MISMATCH, not an engine failure.
  */
-export function bindInputs(
+export function forwardArguments(
   input: NDList,
   params: readonly ArgumentDescription[],
   declared: readonly TensorDescriptor[] | undefined,
@@ -48,10 +49,11 @@ export function bindInputs(
   }
   const names = new Set(params.map((p) => p.name));
   const byName =
-    input.length > 0 && input.tensors.every((t) => t.name !== undefined && names.has(t.name));
+    input.length > 0 && input.tensors.every((t) => hasRealName(t, declared) && names.has(t.name));
   if (!byName) {
     const unknown = input.tensors.find(
-      (t) => t.name !== undefined && declared?.length && !declared.some((d) => d.name === t.name),
+      (t) =>
+        hasRealName(t, declared) && declared?.length && !declared.some((d) => d.name === t.name),
     );
     if (unknown) throw unknownInput(unknown.name!, params);
     if (input.length > params.length) {
@@ -95,20 +97,7 @@ function checked(
   declared: TensorDescriptor | undefined,
   what: string,
 ): NativeValue {
-  if (declared) {
-    if (tensor.dtype !== declared.dtype) {
-      throw new KilnError(
-        KilnErrorCode.InvalidInput,
-        `input ${what} is ${tensor.dtype}, but the model takes ${declared.dtype}`,
-      );
-    }
-    if (declared.shape.length > 0 && !shapeMatches(declared.shape, tensor.shape)) {
-      throw new KilnError(
-        KilnErrorCode.ShapeMismatch,
-        `input ${what} has shape ${formatShape(tensor.shape)}, but the model takes ${formatShape(declared.shape)}`,
-      );
-    }
-  }
+  if (declared) checkInput(tensor, declared);
   return toHostTensor(tensor, `input ${what}`);
 }
 

@@ -158,10 +158,12 @@ def forward(self, x: Tensor) -> Tensor:
       },
     });
     const undeclared = await load('untyped', { source, parameters });
+    // A module without a stored signature declares names only: any dtype, any shape.
+    expect(undeclared.inputs).toEqual([{ name: 'x' }]);
     const int64 = NDList.of(new Tensor('int64', new BigInt64Array(2), [1, 2], 'x'));
     await expect((await declared.newExecutionContext()).forward(int64)).rejects.toMatchObject({
       code: 'INVALID_INPUT',
-      message: 'input x is int64, but the model takes float32',
+      message: 'input x expects float32, got int64',
     });
     const engineError = await (
       await undeclared.newExecutionContext()

@@ -11,7 +11,7 @@ import type {
   ForwardSettings,
   NativeValue,
 } from '@kiln/libtorch-native';
-import { bindInputs, flattenOutputs } from './forward-binding.js';
+import { flattenOutputs, forwardArguments } from './forward-binding.js';
 import { native } from './native.js';
 import type { PtModel } from './pt-model.js';
 
@@ -62,7 +62,7 @@ export class PtExecutionContext implements ExecutionContext {
 
   async forward(input: NDList, options: ForwardOptions = {}): Promise<NDList> {
     return this.exclusive(options.signal, async () => {
-      const args = bindInputs(
+      const args = forwardArguments(
         input,
         this.model.forwardArguments,
         this.model.declaredSignature?.inputs,

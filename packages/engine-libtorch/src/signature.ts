@@ -66,8 +66,9 @@ function descriptor(entry: unknown, where: string): TensorDescriptor {
 
 /**
  * What a module's forward schema tells when it has no stored signature: the names of its
- * tensor arguments. Their dtype is taken as float32 and their shape left unknown ([]); the
- * outputs are unknown until the model runs.
+ * tensor arguments, and nothing about their dtypes or shapes (a traced or scripted module
+ * carries neither), so any dtype and shape is accepted; the outputs are unknown until the
+ * model runs.
  */
 export function signatureFromSchema(
   argumentsOfForward: readonly { name: string; type: string }[],
@@ -75,7 +76,7 @@ export function signatureFromSchema(
   return {
     inputs: argumentsOfForward
       .filter((a) => a.type === 'Tensor' || a.type === 'Optional[Tensor]')
-      .map((a) => ({ name: a.name, dtype: 'float32' as DType, shape: [] })),
+      .map((a) => ({ name: a.name })),
     outputs: [],
   };
 }

@@ -28,6 +28,7 @@ export function fromOrtType(type: string, what: string): DType {
 export function toDescriptor(
   metadata: InferenceSession.ValueMetadata,
   what: string,
+  withoutShape: ReadonlySet<string> = new Set(),
 ): TensorDescriptor {
   if (!metadata.isTensor) {
     throw new KilnError(
@@ -38,7 +39,9 @@ export function toDescriptor(
   return {
     name: metadata.name,
     dtype: fromOrtType(metadata.type, `${what} ${metadata.name}`),
-    shape: metadata.shape.map((dim) => (typeof dim === 'number' && dim >= 0 ? dim : -1)),
+    ...(withoutShape.has(metadata.name)
+      ? {}
+      : { shape: metadata.shape.map((dim) => (typeof dim === 'number' && dim >= 0 ? dim : -1)) }),
   };
 }
 

@@ -1,11 +1,12 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KilnError, KilnErrorCode, NDList, type TensorDescriptor } from '@kiln/core';
+import { KilnError, KilnErrorCode, NDList, type TensorDescriptor, bindInputs } from '@kiln/core';
 import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
+import { namesWithoutShape } from './declared-shapes.js';
 import { providerProblem } from './execution-providers.js';
-import { bindInputs } from './input-binding.js';
+
 import { type OrtModule, loadOrt } from './ort-loader.js';
 import { fromOrtTensor, toDescriptor, toOrtTensor } from './ort-tensors.js';
 import { type OrtProfile, readProfileTrace } from './profiling/ort-profile.js';
@@ -60,8 +61,13 @@ export class SessionRunner implements SessionSignature {
       throw loadError(error, modelPath, config);
     }
     try {
-      const inputs = session.inputMetadata.map((m) => toDescriptor(m, 'input'));
-      const outputs = session.outputMetadata.map((m) => toDescriptor(m, 'output'));
+      const metadata = [...session.inputMetadata, ...session.outputMetadata];
+      // ORT reports "no shape declared" as [], like a scalar: only the model file tells.
+      const unshaped = metadata.some((m) => m.isTensor && m.shape.length === 0)
+        ? namesWithoutShape(await readFile(modelPath))
+        : new Set<string>();
+      const inputs = session.inputMetadata.map((m) => toDescriptor(m, 'input', unshaped));
+      const outputs = session.outputMetadata.map((m) => toDescriptor(m, 'output', unshaped));
       return new SessionRunner(ort, session, inputs, outputs, profileDir);
     } catch (error) {
       await session.release();

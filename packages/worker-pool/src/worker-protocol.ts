@@ -89,8 +89,8 @@ export type FromWorker =
 export function signatureOf(model: Model): ModelSignature {
   const plain = (d: TensorDescriptor): TensorDescriptor => ({
     name: d.name,
-    dtype: d.dtype,
-    shape: [...d.shape],
+    ...(d.dtype === undefined ? {} : { dtype: d.dtype }),
+    ...(d.shape === undefined ? {} : { shape: [...d.shape] }),
   });
   return {
     engine: model.engine,

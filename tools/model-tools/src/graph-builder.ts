@@ -43,14 +43,15 @@ export class GraphBuilder {
 
   constructor(readonly graphName: string) {}
 
-  input(name: string, dtype: DType, shape: readonly Dim[]): string {
+  /** Declares a graph input; a `null` shape leaves its rank unknown (any shape). */
+  input(name: string, dtype: DType, shape: readonly Dim[] | null): string {
     this.claim(name);
     this.inputs.push(valueInfo(name, dtype, shape));
     return name;
   }
 
   /** Declares a graph output; some node (or an input) must produce `name`. */
-  output(name: string, dtype: DType, shape: readonly Dim[]): string {
+  output(name: string, dtype: DType, shape: readonly Dim[] | null): string {
     this.outputs.push(valueInfo(name, dtype, shape));
     return name;
   }
@@ -175,7 +176,12 @@ export class GraphBuilder {
   }
 }
 
-function valueInfo(name: string, dtype: DType, shape: readonly Dim[]): OnnxTypes.IValueInfoProto {
+function valueInfo(
+  name: string,
+  dtype: DType,
+  shape: readonly Dim[] | null,
+): OnnxTypes.IValueInfoProto {
+  if (shape === null) return { name, type: { tensorType: { elemType: dtypeNames(dtype).onnx } } };
   return {
     name,
     type: {

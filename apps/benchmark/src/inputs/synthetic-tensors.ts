@@ -7,6 +7,7 @@ import {
   Tensor,
   type TensorDescriptor,
   allocate,
+  describeTensorDescriptor,
   formatShape,
   shapeMatches,
   shapeSize,
@@ -38,10 +39,18 @@ export function specsFromSignature(
   inputs: readonly TensorDescriptor[],
   batchSize = 1,
 ): InputSpec[] {
-  return inputs.map((d) => ({
-    dtype: d.dtype,
-    shape: d.shape.map((dim, i) => (dim >= 0 ? dim : i === 0 ? batchSize : 1)),
-  }));
+  return inputs.map((d) => {
+    if (d.shape === undefined || d.dtype === undefined) {
+      throw new KilnError(
+        KilnErrorCode.ShapeMismatch,
+        `input ${d.name} declares no ${d.dtype === undefined ? 'dtype' : 'shape'}: give the input shapes (and dtypes) to run with`,
+      );
+    }
+    return {
+      dtype: d.dtype,
+      shape: d.shape.map((dim, i) => (dim >= 0 ? dim : i === 0 ? batchSize : 1)),
+    };
+  });
 }
 
 /**
@@ -53,7 +62,7 @@ export function checkSpecsAgainst(
   inputs: readonly TensorDescriptor[],
 ): void {
   if (inputs.length === 0) return;
-  const expected = inputs.map((d) => `${d.name} ${d.dtype}${formatShape(d.shape)}`).join(', ');
+  const expected = inputs.map(describeTensorDescriptor).join(', ');
   if (specs.length !== inputs.length) {
     throw new KilnError(
       KilnErrorCode.ShapeMismatch,
@@ -62,10 +71,12 @@ export function checkSpecsAgainst(
   }
   specs.forEach((spec, i) => {
     const input = inputs[i]!;
-    if (spec.dtype !== input.dtype || !shapeMatches(input.shape, spec.shape)) {
+    const dtypeFits = input.dtype === undefined || spec.dtype === input.dtype;
+    const shapeFits = input.shape === undefined || shapeMatches(input.shape, spec.shape);
+    if (!dtypeFits || !shapeFits) {
       throw new KilnError(
         KilnErrorCode.ShapeMismatch,
-        `input ${input.name} is ${input.dtype}${formatShape(input.shape)} but ${spec.dtype}${formatShape(spec.shape)} was given (-1 = any size)`,
+        `input ${describeTensorDescriptor(input)} does not take the ${spec.dtype}${formatShape(spec.shape)} given (-1 = any size)`,
       );
     }
   });

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { KilnError, KilnErrorCode, dtypeNames } from '@kiln/core';
+import { KilnError, KilnErrorCode, type TensorDescriptor, dtypeNames } from '@kiln/core';
 import { pingStatus, type ModelEntry } from '../models/model-entry.js';
 import { readBody } from '../http/read-body.js';
 import { answerUnlessGone } from '../http/serving-request.js';
@@ -100,10 +100,11 @@ export function v2Routes(server: ServerContext): Router {
   return router;
 }
 
-function describeTensor(d: {
-  name: string;
-  dtype: Parameters<typeof dtypeNames>[0];
-  shape: readonly number[];
-}) {
-  return { name: d.name, datatype: dtypeNames(d.dtype).v2, shape: [...d.shape] };
+/** A model's tensor for v2 metadata; what the model does not declare (TorchScript) is left out. */
+function describeTensor(d: TensorDescriptor) {
+  return {
+    name: d.name,
+    ...(d.dtype === undefined ? {} : { datatype: dtypeNames(d.dtype).v2 }),
+    ...(d.shape === undefined ? {} : { shape: [...d.shape] }),
+  };
 }

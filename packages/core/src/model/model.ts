@@ -7,8 +7,13 @@ import type { ServingProperties } from '../loading/serving-properties.js';
 /** A model input or output: name, element type and shape (-1 for a dynamic dimension). */
 export interface TensorDescriptor {
   readonly name: string;
-  readonly dtype: DType;
-  readonly shape: Shape;
+  /** Undefined when the model does not declare it (TorchScript): any dtype is accepted. */
+  readonly dtype?: DType;
+  /**
+   * Undefined when the model does not declare its rank (TorchScript): any shape is accepted.
+   * `[]` is a scalar; -1 is a dimension of any size.
+   */
+  readonly shape?: Shape;
 }
 
 /** What an engine needs to load a model that Kiln has already located on disk. */

@@ -1,3 +1,4 @@
+import { describeTensorDescriptor } from './validate-inputs.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import type { Model } from '../model/model.js';
 import { NDList } from '../tensor/ndlist.js';
@@ -67,10 +68,13 @@ function assertInputFits(model: Model, options: ImageClassificationOptions): voi
   if (!input) return;
   const { width, height, layout } = options;
   const shape = layout === 'NCHW' ? [1, 3, height, width] : [1, height, width, 3];
-  if (input.dtype !== 'float32' || !shapeMatches(input.shape, shape)) {
+  // What the model leaves undeclared (TorchScript) it accepts as it comes.
+  const dtypeFits = input.dtype === undefined || input.dtype === 'float32';
+  const shapeFits = input.shape === undefined || shapeMatches(input.shape, shape);
+  if (!dtypeFits || !shapeFits) {
     throw new KilnError(
       KilnErrorCode.InvalidConfig,
-      `model input ${input.name} is ${input.dtype}${formatShape(input.shape)} but the image translator makes float32${formatShape(shape)}; set width, height or layout to match`,
+      `model input ${describeTensorDescriptor(input)} does not take the float32${formatShape(shape)} the image translator makes; set width, height or layout to match`,
     );
   }
 }

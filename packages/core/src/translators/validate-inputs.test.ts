@@ -3,7 +3,7 @@ import { KilnError } from '../errors.js';
 import type { TensorDescriptor } from '../model/model.js';
 import { NDList } from '../tensor/ndlist.js';
 import { Tensor } from '../tensor/tensor.js';
-import { validateInputs } from './validate-inputs.js';
+import { describeTensorDescriptor, validateInputs } from './validate-inputs.js';
 
 const INPUTS: TensorDescriptor[] = [
   { name: 'ids', dtype: 'int64', shape: [-1, 8] },
@@ -106,5 +106,45 @@ describe('validateInputs', () => {
   it('passes the list through when the model declares no inputs', () => {
     const list = NDList.of(ids());
     expect(validateInputs(list, [])).toBe(list);
+  });
+
+  it("binds numpy's positional names (np.savez → arr_0, arr_1) by position", () => {
+    const result = validateInputs(NDList.of(ids('arr_0'), pixels('arr_1')), INPUTS);
+    expect(result.names).toEqual(['ids', 'pixels']);
+    const mixed = validateInputs(NDList.of(pixels('pixels'), ids('arr_0')), INPUTS);
+    expect(mixed.names).toEqual(['ids', 'pixels']);
+    const one = validateInputs(NDList.of(ids('arr_0')), [INPUTS[0]!]);
+    expect(one.names).toEqual(['ids']);
+  });
+
+  it('keeps arr_N a real name when the model has an input called so', () => {
+    const inputs: TensorDescriptor[] = [
+      { name: 'x', dtype: 'int64', shape: [-1, 8] },
+      { name: 'arr_0', dtype: 'int64', shape: [-1, 8] },
+    ];
+    const a = ids('arr_0');
+    const result = validateInputs(NDList.of(a, ids()), inputs);
+    expect(result.get('arr_0').data).toBe(a.data);
+  });
+
+  it('still rejects a real name that matches no input', () => {
+    const error = failure(() => validateInputs(NDList.of(ids('arr_0'), pixels('image')), INPUTS));
+    expect(error.code).toBe('INVALID_INPUT');
+    expect(error.message).toContain('unknown input "image"');
+  });
+
+  it('accepts any dtype and shape where the model declares none (TorchScript)', () => {
+    const undeclared: TensorDescriptor[] = [{ name: 'data_0' }];
+    const image = pixels(undefined, [1, 3, 224, 224]);
+    expect(validateInputs(NDList.of(image), undeclared).get('data_0').shape).toEqual([
+      1, 3, 224, 224,
+    ]);
+    const bytes = new Tensor('int64', new BigInt64Array(5), [1, 5], 'arr_0');
+    expect(validateInputs(NDList.of(bytes), undeclared).get(0).dtype).toBe('int64');
+    const scalar: TensorDescriptor[] = [{ name: 's', dtype: 'float32', shape: [] }];
+    const error = failure(() => validateInputs(NDList.of(image), scalar));
+    expect(error.code).toBe('SHAPE_MISMATCH');
+    expect(describeTensorDescriptor(undeclared[0]!)).toBe('data_0 any dtype, any shape');
+    expect(describeTensorDescriptor(scalar[0]!)).toBe('s float32[]');
   });
 });

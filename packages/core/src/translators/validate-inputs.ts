@@ -5,29 +5,50 @@ import { formatShape, shapeMatches } from '../tensor/shape.js';
 import type { AnyTensor } from '../tensor/tensor.js';
 
 /**
- * Matches request tensors to a model's declared inputs. Named tensors go by name; unnamed ones
- * fill the remaining inputs in order, which needs exactly one tensor per input. Returns the
- * tensors in the model's input order, each named after its input. A model that declares no
- * inputs (TorchScript reports none) gets the list as it is.
+ * The one rule for matching request tensors to a model's declared inputs, used by every engine
+ * (DJL's): tensors with a real name go by name; tensors without one — unnamed, or named the way
+ * numpy's `np.savez(f, x)` names positional arrays (`arr_0`, `arr_1`, …) — fill the remaining
+ * inputs in order. A real name that matches no input is an error. Each tensor is checked
+ * against what its input declares (a model that declares no dtype or shape accepts any).
+ * Returns the tensors in the model's input order, each named after its input.
+ */
+export function bindInputs(list: NDList, inputs: readonly TensorDescriptor[]): AnyTensor[] {
+  const assigned = assignTensors(list, inputs);
+  return inputs.map((descriptor, i) => {
+    const tensor = assigned[i]!;
+    checkInput(tensor, descriptor);
+    return tensor.name === descriptor.name ? tensor : tensor.withName(descriptor.name);
+  });
+}
+
+/**
+ * `bindInputs` as an NDList, for translators. A model that declares no inputs at all (a
+ * TorchScript module whose forward takes a container) gets the list as it is.
  */
 export function validateInputs(list: NDList, inputs: readonly TensorDescriptor[]): NDList {
   if (inputs.length === 0) return list;
-  const assigned = assignTensors(list, inputs);
-  return new NDList(
-    inputs.map((descriptor, i) => {
-      const tensor = assigned[i]!;
-      checkTensor(tensor, descriptor);
-      return tensor.name === descriptor.name ? tensor : tensor.withName(descriptor.name);
-    }),
-  );
+  return new NDList(bindInputs(list, inputs));
+}
+
+/** Names numpy gives arrays saved without a name (`np.savez(f, a, b)` → arr_0, arr_1). */
+const POSITIONAL_NAME = /^arr_\d+$/;
+
+/** Does this tensor carry a name chosen by its sender, rather than a positional placeholder? */
+export function hasRealName(
+  tensor: AnyTensor,
+  inputs: readonly TensorDescriptor[] = [],
+): tensor is AnyTensor & { name: string } {
+  const name = tensor.name;
+  if (name === undefined || name === '') return false;
+  return !POSITIONAL_NAME.test(name) || inputs.some((d) => d.name === name);
 }
 
 function assignTensors(list: NDList, inputs: readonly TensorDescriptor[]): AnyTensor[] {
-  const expected = describeNames(inputs);
+  const expected = describeInputs(inputs);
   const assigned: (AnyTensor | undefined)[] = new Array(inputs.length);
   const unnamed: AnyTensor[] = [];
   for (const tensor of list) {
-    if (tensor.name === undefined || tensor.name === '') {
+    if (!hasRealName(tensor, inputs)) {
       unnamed.push(tensor);
       continue;
     }
@@ -69,14 +90,15 @@ function assignTensors(list: NDList, inputs: readonly TensorDescriptor[]): AnyTe
   return assigned as AnyTensor[];
 }
 
-function checkTensor(tensor: AnyTensor, descriptor: TensorDescriptor): void {
-  if (tensor.dtype !== descriptor.dtype) {
+/** Checks a tensor against what its input declares; an undeclared dtype or shape allows any. */
+export function checkInput(tensor: AnyTensor, descriptor: TensorDescriptor): void {
+  if (descriptor.dtype !== undefined && tensor.dtype !== descriptor.dtype) {
     throw new KilnError(
       KilnErrorCode.InvalidInput,
       `input ${descriptor.name} expects ${descriptor.dtype}, got ${tensor.dtype}`,
     );
   }
-  if (!shapeMatches(descriptor.shape, tensor.shape)) {
+  if (descriptor.shape !== undefined && !shapeMatches(descriptor.shape, tensor.shape)) {
     throw new KilnError(
       KilnErrorCode.ShapeMismatch,
       `input ${descriptor.name} expects shape ${formatShape(descriptor.shape)} (-1 is any size), got ${formatShape(tensor.shape)}`,
@@ -91,6 +113,13 @@ function checkTensor(tensor: AnyTensor, descriptor: TensorDescriptor): void {
   }
 }
 
-function describeNames(inputs: readonly TensorDescriptor[]): string {
-  return inputs.map((d) => `${d.name} ${d.dtype}${formatShape(d.shape)}`).join(', ');
+/** `ids int64[-1,8]`; what a model leaves undeclared reads `any dtype` / `any shape`. */
+export function describeTensorDescriptor(descriptor: TensorDescriptor): string {
+  const dtype = descriptor.dtype ?? 'any dtype';
+  const shape = descriptor.shape === undefined ? ', any shape' : formatShape(descriptor.shape);
+  return `${descriptor.name} ${dtype}${shape}`;
+}
+
+function describeInputs(inputs: readonly TensorDescriptor[]): string {
+  return inputs.map(describeTensorDescriptor).join(', ');
 }

@@ -1,6 +1,8 @@
 import {
   type DType,
   type DTypeStorage,
+  KilnError,
+  KilnErrorCode,
   NDList,
   Tensor,
   type TensorDescriptor,
@@ -30,15 +32,22 @@ export function syntheticInputs(
   };
   return new NDList(
     inputs.map((d) => {
+      if (d.shape === undefined || d.dtype === undefined) {
+        throw new KilnError(
+          KilnErrorCode.InvalidInput,
+          `input ${d.name} declares no ${d.dtype === undefined ? 'dtype' : 'shape'}: give the inputs to profile with`,
+        );
+      }
+      const dtype = d.dtype;
       const shape = d.shape.map((dim, i) =>
         dim >= 0 ? dim : i === 0 ? (options.batchSize ?? 1) : (options.dynamicSize ?? 16),
       );
-      const data = allocate(d.dtype, shapeSize(shape));
-      if (d.dtype === 'float32' || d.dtype === 'float64') {
+      const data = allocate(dtype, shapeSize(shape));
+      if (dtype === 'float32' || dtype === 'float64') {
         const floats = data as Float32Array | Float64Array;
         for (let i = 0; i < floats.length; i++) floats[i] = next();
       }
-      return new Tensor(d.dtype, data as DTypeStorage[DType], shape, d.name);
+      return new Tensor(dtype, data as DTypeStorage[DType], shape, d.name);
     }),
   );
 }

@@ -57,5 +57,9 @@ export abstract class TfModelBase implements Model {
 }
 
 function descriptor(spec: TfTensorSpec): TensorDescriptor {
-  return { name: spec.name, dtype: spec.dtype, shape: spec.shape };
+  return {
+    name: spec.name,
+    ...(spec.dtype === undefined ? {} : { dtype: spec.dtype }),
+    ...(spec.shape === undefined ? {} : { shape: spec.shape }),
+  };
 }

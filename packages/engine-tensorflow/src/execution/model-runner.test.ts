@@ -61,7 +61,7 @@ describe('TfModelRunner', () => {
     const one = f32([1], [1, 1]);
     expect(
       (await failure(runner.run(NDList.of(one.withName('a'), one.withName('c'))))).message,
-    ).toContain('no input named "c"');
+    ).toContain('unknown input "c"');
     expect(
       (await failure(runner.run(NDList.of(one.withName('a'), one.withName('a'))))).message,
     ).toContain('given twice');
@@ -80,7 +80,7 @@ describe('TfModelRunner', () => {
     const wrong = await failure(runner.run(NDList.of(f32([1, 2, 3, 4], [1, 4], 'x'))));
     expect(wrong).toMatchObject({
       code: 'INVALID_INPUT',
-      message: 'input x must be int32, got float32',
+      message: 'input x expects int32, got float32',
     });
     const ok = await runner.run(
       NDList.of(new Tensor('int32', new Int32Array([5, -6, 7, 2 ** 31 - 1]), [1, 4], 'x')),

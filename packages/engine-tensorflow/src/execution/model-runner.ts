@@ -3,7 +3,7 @@ import { fromTfTensor, toTfTensor } from '../convert/tensors.js';
 import { AsyncExecutionRequired, type TfLoadedModel } from '../model/loaded-model.js';
 import type { TfRuntime } from '../runtime/resolve-runtime.js';
 import type { TfTensor } from '../runtime/tfjs-api.js';
-import { type BoundInput, bindInputs } from './bind-inputs.js';
+import { type BoundInput, tfjsInputs } from './tfjs-inputs.js';
 
 /**
  * Runs a loaded model in this thread. Every tensor a request creates is disposed before the
@@ -32,7 +32,7 @@ export class TfModelRunner {
   }
 
   private async runNow(input: NDList): Promise<NDList> {
-    const bound = bindInputs(this.name, this.model.inputs, input);
+    const bound = tfjsInputs(this.model.inputs, input);
     try {
       if (!this.model.asynchronous) {
         try {

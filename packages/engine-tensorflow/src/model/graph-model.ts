@@ -113,7 +113,7 @@ function outputSpec(name: string, artifacts: TfModelArtifacts): TfTensorSpec {
   // Without a signature or a typed attribute the type shows only when the graph runs; tfjs's
   // default dtype is the honest guess, and every forward reports the real one.
   const dtype =
-    type === undefined ? 'float32' : fromTfjsDType(tfjsDTypeOfTfDataType(type), `output ${name}`);
+    type === undefined ? undefined : fromTfjsDType(tfjsDTypeOfTfDataType(type), `output ${name}`);
   return tensorSpec(name, dtype, dims(attr._output_shapes?.list?.shape?.[Number(index ?? 0)]));
 }
 

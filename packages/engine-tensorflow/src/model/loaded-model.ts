@@ -3,10 +3,8 @@ import type { TfNamedTensorMap, TfTensor } from '../runtime/tfjs-api.js';
 
 export type TfModelFormat = 'graph-model' | 'layers-model' | 'saved-model';
 
-/** A model input or output; `shapeKnown` is false when the model does not say its rank. */
-export interface TfTensorSpec extends TensorDescriptor {
-  readonly shapeKnown: boolean;
-}
+/** A model input or output; no shape when the model does not say its rank. */
+export type TfTensorSpec = TensorDescriptor;
 
 /** A model loaded into this thread's tfjs runtime, behind one interface for every format. */
 export interface TfLoadedModel {
@@ -41,14 +39,12 @@ export function tensorSpec(
   dtype: TensorDescriptor['dtype'],
   shape: readonly (number | null | undefined)[] | undefined,
 ): TfTensorSpec {
-  // Kiln's shapes have no "unknown rank": such tensors are described as [-1] and not checked.
-  if (shape === undefined) return { name, dtype, shape: [-1], shapeKnown: false };
-  return {
+  const declared = {
     name,
-    dtype,
-    shape: shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1)),
-    shapeKnown: true,
+    ...(dtype === undefined ? {} : { dtype }),
   };
+  if (shape === undefined) return declared;
+  return { ...declared, shape: shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1)) };
 }
 
 /** Feeds keyed by input name, for the APIs that take a named map. */

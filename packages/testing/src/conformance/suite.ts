@@ -92,7 +92,7 @@ export async function describeEngineConformance(options: EngineConformanceOption
         expect(model.inputs).toHaveLength(1);
         expect(model.inputs[0]).toMatchObject({ name: 'x', dtype });
         expect(model.inputs[0]!.shape).toHaveLength(2);
-        expect(model.inputs[0]!.shape[1]).toBe(4);
+        expect(model.inputs[0]!.shape![1]).toBe(4);
         expect(model.outputs[0]).toMatchObject({ name: 'y', dtype });
         const context = await contextOf(model);
         for (const rows of [1, 3, 17]) {
@@ -112,7 +112,7 @@ export async function describeEngineConformance(options: EngineConformanceOption
 
     it('describes and computes a model with named inputs and outputs', async () => {
       const model = await load(await options.fixtures.addMul(dir('add-mul')));
-      expect(model.inputs.map((d) => [d.name, d.dtype, d.shape[1]])).toEqual([
+      expect(model.inputs.map((d) => [d.name, d.dtype, d.shape?.[1]])).toEqual([
         ['a', 'float32', 3],
         ['b', 'float32', 3],
       ]);
