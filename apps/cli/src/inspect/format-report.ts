@@ -83,7 +83,11 @@ function tensors(list: readonly TensorDescriptor[]): string {
   return textTable(
     ['name', 'dtype', 'shape'],
     // Engines may leave a name out (a TF.js layers model's inputs have none).
-    list.map((t) => [t.name ?? '(unnamed)', String(t.dtype), t.shape ? formatShape(t.shape) : '?']),
+    list.map((t) => [
+      t.name ?? '(unnamed)',
+      t.dtype ?? 'any',
+      t.shape ? formatShape(t.shape) : 'any',
+    ]),
     { indent: '  ', leftColumns: [0, 1, 2] },
   );
 }

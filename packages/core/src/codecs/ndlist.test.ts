@@ -167,23 +167,6 @@ describe('DJL ndlist encoding', () => {
       KilnErrorCode.UnsupportedFormat,
     ],
     [
-      'a sparse array',
-      [
-        ...int(1),
-        ...utf('NDAR'),
-        ...int(3),
-        0,
-        ...utf('CSR'),
-        ...utf('INT8'),
-        ...int(0),
-        ...int(0),
-        0x3c,
-        ...int(1),
-        1,
-      ],
-      KilnErrorCode.UnsupportedFormat,
-    ],
-    [
       'an unknown dtype',
       [
         ...int(1),

@@ -88,13 +88,8 @@ function readArray(reader: ByteReader): AnyTensor {
     if (hasName > 1) throw malformed(FORMAT, `name flag ${hasName} is neither 0 nor 1`);
     if (hasName === 1) name = readJavaUtf(reader, 'name', FORMAT);
   }
-  const sparse = readJavaUtf(reader, 'sparse format', FORMAT);
-  if (sparse !== DENSE) {
-    throw new KilnError(
-      KilnErrorCode.UnsupportedFormat,
-      `${FORMAT}: sparse format ${sparse} is not supported`,
-    );
-  }
+  // DJL's Java writer puts DENSE here and its Python writer `default`; both readers ignore it.
+  readJavaUtf(reader, 'sparse format', FORMAT);
   const dtype: DType = fromDjlDType(readJavaUtf(reader, 'data type', FORMAT));
   const { shape, size } = readShape(reader);
   if (dtype === 'string') return readStrings(reader, shape, size, name);

@@ -8,6 +8,7 @@ import { NDList } from '../tensor/ndlist.js';
 import { type AnyTensor, Tensor } from '../tensor/tensor.js';
 import { toFloat16BitsArray } from './float16.js';
 import { decodeNpy, encodeNpy } from './npy.js';
+import { decodeNDList } from './ndlist.js';
 import { decodeNpz, encodeNpz } from './npz.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -184,5 +185,33 @@ print(json.dumps(result))
       expect(described.map((d) => d.name)).toEqual(['arr_0', 'words', 'arr_1']);
       described.forEach((d, i) => expectMatches(list.get(i), d));
     }
+  });
+
+  it("reads ndlist bytes written the way DJL's Python encoder writes them", () => {
+    // djl_python's to_nd_list: version 3, no name, sparse format "default" (Java writes
+    // DENSE), numpy's dtype name upper-cased, a '?' layout char per dimension, '<' data.
+    const written = python(
+      String.raw`
+import struct
+def s(text):
+    return struct.pack('>h', len(text)) + text.encode('utf8')
+arrays = [np.arange(6, dtype='float32').reshape(2, 3) / 4, np.array([[7, -8]], dtype='int64')]
+out = bytearray(struct.pack('>i', len(arrays)))
+for a in arrays:
+    out += s('NDAR') + struct.pack('>i', 3) + bytes([0]) + s('default') + s(str(a.dtype).upper())
+    out += struct.pack('>i', a.ndim) + b''.join(struct.pack('>q', d) for d in a.shape)
+    out += struct.pack('>i', a.ndim) + b''.join(struct.pack('>h', ord('?')) for _ in a.shape)
+    data = a.astype(a.dtype.newbyteorder('<')).tobytes('C')
+    out += bytes([ord('<')]) + struct.pack('>i', len(data)) + data
+print(json.dumps({'hex': out.hex(), 'arrays': [describe(a) for a in arrays]}))
+`,
+      dir,
+    ) as { hex: string; arrays: Described[] };
+    const list = decodeNDList(Uint8Array.from(Buffer.from(written.hex, 'hex')));
+    expect(list.length).toBe(2);
+    list.tensors.forEach((tensor, i) => {
+      expect(tensor.name).toBeUndefined();
+      expectMatches(tensor, written.arrays[i]!);
+    });
   });
 });
