@@ -29,7 +29,9 @@ describe('forwardArguments', () => {
 
   it('binds unnamed tensors by position and refuses too many', () => {
     expect(
-      forwardArguments(NDList.of(f32([1]), f32([2])), [arg('a'), arg('b')], undefined).map(valuesOf),
+      forwardArguments(NDList.of(f32([1]), f32([2])), [arg('a'), arg('b')], undefined).map(
+        valuesOf,
+      ),
     ).toEqual([[1], [2]]);
     expect(() => forwardArguments(NDList.of(f32([1]), f32([2])), [arg('a')], undefined)).toThrow(
       /takes 1 inputs/,
@@ -37,11 +39,15 @@ describe('forwardArguments', () => {
   });
 
   it('names a missing input, allowing trailing arguments with defaults', () => {
-    expect(() => forwardArguments(NDList.of(f32([1], 'a')), [arg('a'), arg('b')], undefined)).toThrow(
-      'input b is missing',
-    );
+    expect(() =>
+      forwardArguments(NDList.of(f32([1], 'a')), [arg('a'), arg('b')], undefined),
+    ).toThrow('input b is missing');
     expect(
-      forwardArguments(NDList.of(f32([1], 'a')), [arg('a'), arg('scale', 'float', true)], undefined),
+      forwardArguments(
+        NDList.of(f32([1], 'a')),
+        [arg('a'), arg('scale', 'float', true)],
+        undefined,
+      ),
     ).toHaveLength(1);
     expect(() =>
       forwardArguments(NDList.of(f32([1], 'b')), [arg('a', 'Tensor'), arg('b')], undefined),
@@ -51,15 +57,16 @@ describe('forwardArguments', () => {
   it('packs all tensors into one tuple, list or dict argument', () => {
     const list = NDList.of(f32([1], 'p'), f32([2], 'q'));
     expect(
-      (forwardArguments(list, [arg('xs', 'Tuple[Tensor, Tensor]')], undefined)[0] as NativeValue[]).map(
-        valuesOf,
-      ),
+      (
+        forwardArguments(list, [arg('xs', 'Tuple[Tensor, Tensor]')], undefined)[0] as NativeValue[]
+      ).map(valuesOf),
     ).toEqual([[1], [2]]);
     expect(forwardArguments(list, [arg('xs', 'List[Tensor]')], undefined)[0]).toHaveLength(2);
-    const dict = forwardArguments(list, [arg('inputs', 'Dict[str, Tensor]')], undefined)[0] as Record<
-      string,
-      NativeValue
-    >;
+    const dict = forwardArguments(
+      list,
+      [arg('inputs', 'Dict[str, Tensor]')],
+      undefined,
+    )[0] as Record<string, NativeValue>;
     expect(Object.keys(dict)).toEqual(['p', 'q']);
     expect(() =>
       forwardArguments(NDList.of(f32([1])), [arg('inputs', 'Dict[str, Tensor]')], undefined),

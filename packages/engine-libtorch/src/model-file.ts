@@ -6,10 +6,16 @@ export function isTorchScriptFile(name: string): boolean {
   return hasExtension(name, EXTENSIONS);
 }
 
-/** The TorchScript file to load: the named file, `<name>.pt`, `model.pt`, or the only one. */
-export function findModelFile(modelDir: string, name: string, modelFile?: string): Promise<string> {
+/** The TorchScript file to load, by core's one lookup rule (named file, option.modelName, names). */
+export function findModelFile(
+  modelDir: string,
+  name: string,
+  modelFile?: string,
+  modelName?: string,
+): Promise<string> {
   const options: FindModelFileOptions = {
     name,
+    modelName,
     modelFile,
     extensions: EXTENSIONS,
     format: 'TorchScript',

@@ -90,7 +90,12 @@ export class PtModel implements Model {
     engine: LibTorchEngineOptions,
   ): Promise<PtModel> {
     const settings = resolveModelSettings(request.options, engine);
-    const file = await findModelFile(request.modelDir, request.name, request.modelFile);
+    const file = await findModelFile(
+      request.modelDir,
+      request.name,
+      request.modelFile,
+      request.options.modelName,
+    );
     if (settings.numInteropThreads !== undefined) {
       await native(() => binding.setGlobals({ numInteropThreads: settings.numInteropThreads }));
     }

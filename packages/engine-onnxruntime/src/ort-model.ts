@@ -51,7 +51,12 @@ export class OrtModel implements Model {
 
   static async load(request: ModelLoadRequest, settings: OrtModelSettings = {}): Promise<OrtModel> {
     const config = parseSessionConfig(request.options, request.device, settings.sessionDefaults);
-    const modelPath = await findModelFile(request.modelDir, request.name, request.modelFile);
+    const modelPath = await findModelFile(
+      request.modelDir,
+      request.name,
+      request.modelFile,
+      request.options.modelName,
+    );
     const thread = resolveThread(settings.sessionThread ?? 'auto');
     const host = await startHost(thread, modelPath, config);
     const { size } = await stat(modelPath);

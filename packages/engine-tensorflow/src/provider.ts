@@ -38,10 +38,12 @@ export function createTensorFlowEngine(options: TensorFlowEngineOptions = {}): E
     specificationVersion: ENGINE_SPECIFICATION_VERSION,
     name: TENSORFLOW_ENGINE_NAME,
     rank: options.rank ?? TENSORFLOW_ENGINE_RANK,
+    // model.json, a SavedModel, or any other TF.js json beside its .bin weight shards.
     recognizes: (fileNames) =>
       fileNames.some(
         (f) => f === TFJS_MODEL_FILE || (SAVED_MODEL_FILES as readonly string[]).includes(f),
-      ),
+      ) ||
+      (fileNames.some((f) => f.endsWith('.json')) && fileNames.some((f) => f.endsWith('.bin'))),
     load: () => loadEngine(options),
   };
 }

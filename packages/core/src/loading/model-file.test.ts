@@ -25,6 +25,24 @@ describe('findModelFile', () => {
     expect(await findModelFile(dir, torch)).toBe(path.join(dir, 'weights.TORCHSCRIPT'));
   });
 
+  it('prefers option.modelName, then the model name, then the folder name, then model', async () => {
+    const named = (dirName: string, ...files: string[]) => {
+      const dir = path.join(fs.mkdtempSync(path.join(root, 'n-')), dirName);
+      fs.mkdirSync(dir);
+      for (const file of files) fs.writeFileSync(path.join(dir, file), '');
+      return dir;
+    };
+    let dir = named('squeezenet', 'squeezenet.pt', 'model.pt', 'net.pt');
+    expect(await findModelFile(dir, { ...torch, name: 'sq' })).toBe(
+      path.join(dir, 'squeezenet.pt'),
+    );
+    expect(await findModelFile(dir, { ...torch, name: 'sq', modelName: 'net' })).toBe(
+      path.join(dir, 'net.pt'),
+    );
+    dir = named('squeezenet', 'sq.pt', 'squeezenet.pt');
+    expect(await findModelFile(dir, { ...torch, name: 'sq' })).toBe(path.join(dir, 'sq.pt'));
+  });
+
   it('takes the file the request names, relative or absolute, and checks it exists', async () => {
     const dir = folder('a.pt', 'b.pt');
     expect(await findModelFile(dir, { ...torch, modelFile: 'b.pt' })).toBe(path.join(dir, 'b.pt'));

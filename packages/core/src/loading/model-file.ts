@@ -1,10 +1,15 @@
 import { readdir, stat } from 'node:fs/promises';
-import { isAbsolute, join } from 'node:path';
+import { basename, isAbsolute, join } from 'node:path';
 import { KilnError, KilnErrorCode } from '../errors.js';
 
 export interface FindModelFileOptions {
   /** The model's name: `<name><ext>` is preferred. */
   readonly name: string;
+  /**
+   * DJL's `option.modelName`: the file name prefix when it differs from the folder's name;
+   * `<modelName><ext>` is preferred over every other name.
+   */
+  readonly modelName?: string | undefined;
   /** A file the request names (relative to the folder, or absolute); wins when given. */
   readonly modelFile?: string | undefined;
   /** File extensions of the engine's format, preferred first (`.pt`, `.torchscript`). */
@@ -20,8 +25,24 @@ export function hasExtension(fileName: string, extensions: readonly string[]): b
 }
 
 /**
+ * The file names an engine tries in a folder, preferred first: `<option.modelName><ext>`, then
+ * `<model name><ext>`, `<folder name><ext>` and `model<ext>`, for each of the format's
+ * extensions. One rule for every engine (DJL's, plus `model<ext>`).
+ */
+export function preferredModelFileNames(
+  modelDir: string,
+  options: Pick<FindModelFileOptions, 'name' | 'modelName' | 'extensions'>,
+): string[] {
+  const stems = [options.modelName, options.name, basename(modelDir), 'model'].filter(
+    (stem): stem is string => stem !== undefined && stem !== '',
+  );
+  const names = stems.flatMap((stem) => options.extensions.map((ext) => `${stem}${ext}`));
+  return [...new Set(names)];
+}
+
+/**
  * The model file an engine loads from a folder, as DJL picks it: the file the request names,
- * else `<name><ext>`, else `model<ext>`, else the only file of the format in the folder.
+ * else the first of `preferredModelFileNames` present, else the only file of the format.
  */
 export async function findModelFile(
   modelDir: string,
@@ -46,9 +67,7 @@ export async function findModelFile(
     );
   }
   const candidates = entries.filter((f) => hasExtension(f, options.extensions));
-  const preferred = [options.name, 'model'].flatMap((stem) =>
-    options.extensions.map((ext) => `${stem}${ext}`),
-  );
+  const preferred = preferredModelFileNames(modelDir, options);
   const pick =
     preferred.find((f) => candidates.includes(f)) ??
     (candidates.length === 1 ? candidates[0] : undefined);
@@ -58,7 +77,7 @@ export async function findModelFile(
     candidates.length === 0 ? KilnErrorCode.ModelNotFound : KilnErrorCode.ModelLoadFailed,
     candidates.length === 0
       ? `no ${options.format} file (${options.extensions.join(', ')}) in ${modelDir}`
-      : `${modelDir} holds several ${options.format} files (${candidates.join(', ')}); name one ${options.name}${ext} or model${ext}, or pick one with the model file option`,
+      : `${modelDir} holds several ${options.format} files (${candidates.join(', ')}); name one ${options.name}${ext} or model${ext}, or pick one with option.modelName`,
   );
 }
 

@@ -20,7 +20,10 @@ export interface TfModelSpec {
 
 /** Loads a TF.js graph or layers model, or a SavedModel, into this thread's runtime. */
 export async function loadTfModel(runtime: TfRuntime, spec: TfModelSpec): Promise<TfLoadedModel> {
-  const located = await locateModel(spec.modelDir, spec.modelFile);
+  const located = await locateModel(spec.modelDir, spec.modelFile, {
+    name: spec.name,
+    modelName: spec.options.modelName,
+  });
   try {
     if (located.kind === 'saved-model') {
       return await loadSavedModel(runtime.node, located.dir, spec.options, runtime.facts.backend);
