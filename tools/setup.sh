@@ -12,7 +12,7 @@ packages=(
   cmake g++ make         # native addons (cmake-js)
   libtorch-dev           # LibTorch engine
   libopenblas0-pthread   # faster BLAS for LibTorch's non-oneDNN paths
-  python3-torch python3-torchvision python3-numpy  # TorchScript fixtures, Python baselines, numpy cross-checks
+  python3-torch python3-torchvision python3-numpy python3-pil  # TorchScript fixtures, Python baselines, numpy clients
   chromium               # headless check of the benchmark's HTML report
   wrk                    # HTTP load client for bench/server
 )
