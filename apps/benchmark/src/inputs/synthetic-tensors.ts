@@ -76,7 +76,7 @@ export function checkSpecsAgainst(
     if (!dtypeFits || !shapeFits) {
       throw new KilnError(
         KilnErrorCode.ShapeMismatch,
-        `input ${describeTensorDescriptor(input)} does not take the ${spec.dtype}${formatShape(spec.shape)} given (-1 = any size)`,
+        `input ${input.name} is ${input.dtype ?? 'any dtype'}${input.shape ? formatShape(input.shape) : ''} but ${spec.dtype}${formatShape(spec.shape)} was given (-1 = any size)`,
       );
     }
   });
