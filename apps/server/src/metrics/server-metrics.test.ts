@@ -8,9 +8,10 @@ describe('ServerMetrics', () => {
     await metrics.registry.metrics(); // starts a sampling window
     await sleep(500);
     const text = await metrics.registry.metrics();
-    const p99 = Number(/^kiln_nodejs_eventloop_lag_p99_seconds (\S+)$/m.exec(text)?.[1]);
-    expect(p99).toBeGreaterThan(0);
-    // Sampled every 10 ms, the idle figure could never fall below 0.010 s.
-    expect(p99).toBeLessThan(0.009);
+    const min = Number(/^kiln_nodejs_eventloop_lag_min_seconds (\S+)$/m.exec(text)?.[1]);
+    expect(min).toBeGreaterThan(0);
+    // Sampled every 10 ms, even the smallest delay of the window could never fall below 0.010 s;
+    // the minimum, unlike a percentile, stays small on a busy machine.
+    expect(min).toBeLessThan(0.009);
   });
 });
