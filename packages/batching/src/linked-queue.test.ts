@@ -30,7 +30,7 @@ describe('LinkedQueue', () => {
     // Removing every other element: linear work grows 8× for 8× the elements, quadratic 64×.
     const time = (n: number) => {
       let best = Infinity;
-      for (let round = 0; round < 3; round++) {
+      for (let round = 0; round < 5; round++) {
         const queue = new LinkedQueue<number>();
         const nodes = Array.from({ length: n }, (_, i) => queue.push(i));
         const start = performance.now();
