@@ -19,6 +19,18 @@ function startsWith(bytes: Uint8Array, prefix: ArrayLike<number>): boolean {
   return true;
 }
 
+export type ImageFormat = 'jpeg' | 'png';
+
+const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
+
+/** The image format announced by the first bytes, or undefined for anything else. */
+export function detectImageFormat(bytes: Uint8Array): ImageFormat | undefined {
+  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff)
+    return 'jpeg';
+  if (bytes.length >= 8 && PNG_SIGNATURE.every((b, i) => bytes[i] === b)) return 'png';
+  return undefined;
+}
+
 /**
  * Picks a decoder from the first bytes, as DJL does: a zip local header (or an empty zip's end
  * record) is npz, `\x93NUMPY` is npy, a little-endian u64 header length that fits followed by `{`

@@ -99,6 +99,26 @@ describe('decodeTensors / encodeTensors', () => {
     expect(decodeTensors(json, { contentType: 'Application/JSON; charset=utf-8' }).length).toBe(1);
   });
 
+  it('names an image sent where tensors are expected, instead of misreading it as ndlist', () => {
+    const jpeg = Uint8Array.of(0xff, 0xd8, 0xff, 0xe0, 0, 0x10, 0x4a, 0x46, 0x49, 0x46, 0, 1);
+    const png = Uint8Array.of(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0, 0x0d);
+    for (const [body, contentType] of [
+      [jpeg, 'image/jpeg'],
+      [jpeg, undefined],
+      [png, 'application/octet-stream'],
+    ] as const) {
+      const error = expectKilnError(
+        () => decodeTensors(body, contentType ? { contentType } : {}),
+        [KilnErrorCode.UnsupportedFormat],
+      );
+      expect(error.message).toMatch(
+        /^the body is a (JPEG|PNG) image, but this model takes tensors/,
+      );
+      expect(error.message).toContain('send npy, npz');
+      expect(error.message).toContain('translatorFactory');
+    }
+  });
+
   it('enforces maxBytes on the body and on what npz inflates to', () => {
     const { body } = encodeTensors(list, 'ndlist');
     expectKilnError(

@@ -3,6 +3,7 @@ import { NDList } from '../tensor/ndlist.js';
 import {
   TENSOR_CONTENT_TYPES,
   type TensorFormat,
+  detectImageFormat,
   detectTensorFormat,
   formatForContentType,
 } from './detect.js';
@@ -42,7 +43,9 @@ export function decodeTensors(bytes: Uint8Array, options: DecodeTensorsOptions =
       `a tensor body of ${bytes.byteLength} bytes exceeds ${maxBytes}`,
     );
   }
-  const format = formatForContentType(options.contentType) ?? detectTensorFormat(bytes);
+  const named = formatForContentType(options.contentType);
+  if (named === undefined) refuseImage(bytes);
+  const format = named ?? detectTensorFormat(bytes);
   switch (format) {
     case 'npz':
       return decodeNpz(bytes, { maxBytes });
@@ -55,6 +58,20 @@ export function decodeTensors(bytes: Uint8Array, options: DecodeTensorsOptions =
     case 'ndlist':
       return decodeNDList(bytes);
   }
+}
+
+/**
+ * An image sent to a model that takes tensors would otherwise be read as DJL ndlist and fail
+ * with a confusing count: name what happened and what to send instead.
+ */
+function refuseImage(bytes: Uint8Array): void {
+  const image = detectImageFormat(bytes);
+  if (!image) return;
+  throw new KilnError(
+    KilnErrorCode.UnsupportedFormat,
+    `the body is a ${image.toUpperCase()} image, but this model takes tensors: send npy, npz, safetensors, DJL ndlist or JSON tensors, or set translatorFactory (e.g. translatorFactory=image-classification in serving.properties) for the model to take images`,
+    { details: { hint: 'set translatorFactory=image-classification to take images' } },
+  );
 }
 
 function parseJson(bytes: Uint8Array): unknown {

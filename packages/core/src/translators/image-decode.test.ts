@@ -4,7 +4,8 @@ import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
 import { KilnError } from '../errors.js';
-import { decodeImage, detectImageFormat } from './image-decode.js';
+import { detectImageFormat } from '../codecs/detect.js';
+import { decodeImage } from './image-decode.js';
 
 function rgba(
   width: number,

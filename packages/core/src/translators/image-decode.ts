@@ -1,6 +1,7 @@
 import { inflateSync } from 'node:zlib';
 import jpeg from 'jpeg-js';
 import { PNG } from 'pngjs';
+import { detectImageFormat } from '../codecs/detect.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
 
 /** Decoded pixels, row-major, `channels` interleaved bytes per pixel. */
@@ -23,18 +24,6 @@ export const DEFAULT_IMAGE_DECODE_LIMITS: ImageDecodeLimits = {
   maxResolutionInMP: 40,
   maxMemoryUsageInMB: 512,
 };
-
-export type ImageFormat = 'jpeg' | 'png';
-
-const PNG_SIGNATURE = [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a];
-
-/** The image format announced by the first bytes, or undefined for anything else. */
-export function detectImageFormat(bytes: Uint8Array): ImageFormat | undefined {
-  if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff)
-    return 'jpeg';
-  if (bytes.length >= 8 && PNG_SIGNATURE.every((b, i) => bytes[i] === b)) return 'png';
-  return undefined;
-}
 
 /** Decodes a JPEG or PNG body; anything else, or a corrupt image, is INVALID_INPUT. */
 export function decodeImage(
