@@ -5,6 +5,7 @@ export * from './tensor/tensor.js';
 export * from './tensor/ndlist.js';
 export * from './engine/device.js';
 export * from './engine/engine.js';
+export * from './engine/engine-packages.js';
 export * from './engine/engine-registry.js';
 export * from './engine/execution.js';
 export * from './engine/open-contexts.js';

@@ -1,5 +1,6 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
 import { ENGINE_SPECIFICATION_VERSION, type Engine, type EngineProvider } from './engine.js';
+import { installHint } from './engine-packages.js';
 
 export const DEFAULT_ENGINE_ENV = 'KILN_DEFAULT_ENGINE';
 
@@ -52,9 +53,11 @@ export class EngineRegistry {
     if (name) {
       const entry = this.entries.get(name.toLowerCase());
       if (!entry) {
+        const hint = installHint(name);
         throw new KilnError(
           KilnErrorCode.EngineUnavailable,
-          `engine ${name} is not registered (registered: ${this.names().join(', ') || 'none'})`,
+          `engine ${name} is not registered (registered: ${this.names().join(', ') || 'none'})${hint ? `: ${hint}` : ''}`,
+          hint ? { details: { hint } } : {},
         );
       }
       return this.load(entry);

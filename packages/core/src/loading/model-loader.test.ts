@@ -258,6 +258,16 @@ describe('loadModel', () => {
     });
   });
 
+  it('names the package to install for a known engine that is not registered', async () => {
+    const dir = await modelFolder('torch', 'engine=PyTorch\n');
+    await expect(loadModel(dir, { registry, cacheDir })).rejects.toMatchObject({
+      code: KilnErrorCode.EngineUnavailable,
+      message: expect.stringMatching(
+        /engine PyTorch is not registered \(registered: Fake, Other\): install @kiln\/engine-libtorch/,
+      ) as unknown,
+    });
+  });
+
   it('accepts a parsed ModelUrl', async () => {
     const dir = await modelFolder('m');
     const model = await loadModel(
