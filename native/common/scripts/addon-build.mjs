@@ -1,5 +1,6 @@
-// What the addons' install scripts share: the build report, the staleness check, finishing
-// without failing `npm ci` (unless --force), and running cmake-js with the shared N-API helpers.
+// What the addons' install scripts share: the build report, the staleness check, the prebuilt
+// lookup, finishing without failing `npm ci` (unless --force), and running cmake-js with the
+// shared N-API helpers. Packed packages carry a copy of this folder as kiln-common/.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -39,6 +40,28 @@ export function addonBuild({ packageDir, addonFile, label }) {
       process.exit(force ? code : 0);
     },
 
+    /**
+     * The prebuilt addon shipped for this platform (prebuilds/<platform>-<arch>/, node-gyp-build
+     * naming; `prebuildsDir` overrides the folder), or undefined when none fits.
+     */
+    prebuilt(prebuildsDir = join(packageDir, 'prebuilds')) {
+      const dir = join(prebuildsDir, `${process.platform}-${process.arch}`);
+      const base = addonFile.replace(/\.node$/, '');
+      const names =
+        process.platform === 'linux' ? [`${base}.${libc()}.node`, addonFile] : [addonFile];
+      return names.map((name) => join(dir, name)).find((path) => existsSync(path));
+    },
+
+    /** Loads `path` in a child process: undefined when it loads, else the first line of why not. */
+    loadProblem(path) {
+      const probe = spawnSync(process.execPath, ['-e', `require(${JSON.stringify(path)})`], {
+        encoding: 'utf8',
+      });
+      if (probe.status === 0) return undefined;
+      const lines = `${probe.stderr ?? ''}`.split('\n').filter((l) => /Error/.test(l));
+      return lines[0]?.trim() ?? `exited with ${probe.status}`;
+    },
+
     /** Whether the built addon is newer than its sources and the shared helpers. */
     upToDate() {
       if (!existsSync(addonPath)) return false;
@@ -68,6 +91,10 @@ export function addonBuild({ packageDir, addonFile, label }) {
       return spawnSync(process.execPath, args, { cwd: packageDir, stdio: 'inherit' });
     },
   };
+}
+
+function libc() {
+  return process.report?.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl';
 }
 
 /** The first of `commands` that answers `--version`, or undefined. */

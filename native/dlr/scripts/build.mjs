@@ -7,15 +7,25 @@
 //                                   unavailable, quoting build/kiln-build.json)
 //   node scripts/build.mjs --force  npm run build: always builds, fails loudly
 //
-// Environment: KILN_BUILD_JOBS sets parallel jobs (default 2); KILN_DLR_SKIP_BUILD=1 skips the
+// A prebuilt addon (prebuilds/<platform>-<arch>/, shipped in the published package) is used
+// when it loads; building from source happens only when none fits.
+//
+// Environment: KILN_DLR_PREBUILDS names another prebuilds folder; KILN_BUILD_JOBS sets parallel jobs (default 2); KILN_DLR_SKIP_BUILD=1 skips the
 // install-time build.
 import { existsSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { addonBuild, findTool } from '../../common/scripts/addon-build.mjs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const packageDir = dirname(dirname(fileURLToPath(import.meta.url)));
+// The shared helpers: a copy inside the published package, the repository's own otherwise.
+const packed = join(packageDir, 'kiln-common', 'scripts', 'addon-build.mjs');
+const helpers = existsSync(packed)
+  ? packed
+  : join(packageDir, '..', 'common', 'scripts', 'addon-build.mjs');
+const { addonBuild, findTool } = await import(pathToFileURL(helpers).href);
 
 const build = addonBuild({
-  packageDir: dirname(dirname(fileURLToPath(import.meta.url))),
+  packageDir,
   addonFile: 'kiln_dlr.node',
   label: 'kiln-dlr',
 });
@@ -27,6 +37,16 @@ if (!force && process.env.KILN_DLR_SKIP_BUILD === '1') {
 
 if (!force && build.upToDate()) finish(0, `addon is up to date (${addonPath})`);
 
+// The prebuilt addon needs no DLR to load (libdlr is opened at run time): use it when it loads.
+const prebuilt = build.prebuilt(process.env.KILN_DLR_PREBUILDS || undefined);
+if (!force && prebuilt) {
+  const problem = build.loadProblem(prebuilt);
+  if (!problem) {
+    report('prebuilt', { addon: prebuilt });
+    finish(0, `using the prebuilt addon ${prebuilt}`);
+  }
+}
+
 const missing = [];
 if (!findTool(['cmake'])) missing.push('cmake (apt-get install cmake, brew install cmake)');
 if (process.platform !== 'win32' && !findTool([process.env.CXX ?? 'c++', 'g++', 'clang++'])) {
@@ -37,7 +57,7 @@ if (missing.length > 0) {
   report('skipped', { reason });
   finish(
     1,
-    `${reason}; the DLR engine will be unavailable until \`npm run build -w @kiln/dlr-native\` succeeds`,
+    `${reason}; the DLR engine will be unavailable until \`npm rebuild @kiln/dlr-native --foreground-scripts\` succeeds`,
   );
 }
 

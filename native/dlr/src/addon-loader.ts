@@ -8,6 +8,9 @@ import type { DlrAddon } from './native-types.js';
 /** Environment variable naming a kiln_dlr.node to load instead of the package's own build. */
 export const ADDON_ENV = 'KILN_DLR_ADDON';
 
+/** Folder of prebuilt addons (`<platform>-<arch>/kiln_dlr.<libc>.node`); default: the package's. */
+export const PREBUILDS_ENV = 'KILN_DLR_PREBUILDS';
+
 export const PACKAGE_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const BUILD_REPORT = join(PACKAGE_DIR, 'build', 'kiln-build.json');
 
@@ -32,7 +35,17 @@ export function addonCandidates(
     path: join(PACKAGE_DIR, 'build', 'Debug', 'kiln_dlr.node'),
     source: 'package debug build',
   });
+  const prebuilds = env[PREBUILDS_ENV]?.trim() || join(PACKAGE_DIR, 'prebuilds');
+  const dir = join(prebuilds, `${process.platform}-${process.arch}`);
+  const names =
+    process.platform === 'linux' ? [`kiln_dlr.${libc()}.node`, 'kiln_dlr.node'] : ['kiln_dlr.node'];
+  for (const name of names) candidates.push({ path: join(dir, name), source: 'prebuilt' });
   return candidates;
+}
+
+function libc(): 'glibc' | 'musl' {
+  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } };
+  return report?.header?.glibcVersionRuntime ? 'glibc' : 'musl';
 }
 
 let loaded: DlrAddon | undefined;
@@ -75,7 +88,7 @@ export function loadAddonFrom(candidates: readonly AddonCandidate[]): DlrAddon {
       'the DLR addon (kiln_dlr.node) could not be loaded. Looked in:',
       ...tried.map((line) => `  ${line}`),
       ...(build ? [`The install-time build reported: ${build}`] : []),
-      'To fix: run `npm run build -w @kiln/dlr-native` (needs cmake and a C++17 compiler; no DLR is needed to build).',
+      'To fix: run `npm rebuild @kiln/dlr-native --foreground-scripts` (builds from source: needs cmake and a C++17 compiler; no DLR is needed to build).',
     ].join('\n'),
   );
 }

@@ -6,17 +6,27 @@
 //                                   reports itself unavailable, listing what was looked for)
 //   node scripts/build.mjs --force  npm run build: always builds, fails loudly
 //
+// A prebuilt addon (prebuilds/<platform>-<arch>/, shipped in the published package) is used
+// when it loads, unless a LibTorch is named explicitly, which is then built against.
+//
 // Environment: KILN_LIBTORCH_DIR / LIBTORCH / Torch_DIR / KILN_LIBTORCH_PYTHON pick a
-// LibTorch (see find-libtorch.mjs); KILN_BUILD_JOBS sets parallel jobs (default 2);
+// LibTorch (see find-libtorch.mjs); KILN_LIBTORCH_PREBUILDS names another prebuilds folder; KILN_BUILD_JOBS sets parallel jobs (default 2);
 // KILN_LIBTORCH_SKIP_BUILD=1 skips the install-time build.
 import { existsSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { addonBuild } from '../../common/scripts/addon-build.mjs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { HOW_TO_FIX, findLibTorch } from './find-libtorch.mjs';
 
+const packageDir = dirname(dirname(fileURLToPath(import.meta.url)));
+// The shared helpers: a copy inside the published package, the repository's own otherwise.
+const packed = join(packageDir, 'kiln-common', 'scripts', 'addon-build.mjs');
+const helpers = existsSync(packed)
+  ? packed
+  : join(packageDir, '..', 'common', 'scripts', 'addon-build.mjs');
+const { addonBuild } = await import(pathToFileURL(helpers).href);
+
 const build = addonBuild({
-  packageDir: dirname(dirname(fileURLToPath(import.meta.url))),
+  packageDir,
   addonFile: 'kiln_libtorch.node',
   label: 'kiln-libtorch',
 });
@@ -26,9 +36,27 @@ if (!force && process.env.KILN_LIBTORCH_SKIP_BUILD === '1') {
   finish(0, 'KILN_LIBTORCH_SKIP_BUILD=1: not building the LibTorch addon');
 }
 
+// A LibTorch named explicitly is built against; otherwise a prebuilt addon that loads here
+// (its LibTorch libraries present) is used as it is.
+const explicit = ['KILN_LIBTORCH_DIR', 'LIBTORCH', 'Torch_DIR', 'KILN_LIBTORCH_PYTHON'].find(
+  (name) => process.env[name],
+);
+const prebuilt = build.prebuilt(process.env.KILN_LIBTORCH_PREBUILDS || undefined);
+let prebuiltProblem;
+if (!force && !explicit && prebuilt) {
+  prebuiltProblem = build.loadProblem(prebuilt);
+  if (!prebuiltProblem) {
+    report('prebuilt', { addon: prebuilt });
+    finish(0, `using the prebuilt addon ${prebuilt}`);
+  }
+}
+
 const torch = findLibTorch();
 if (!torch.found) {
-  report('skipped', { reason: 'LibTorch not found', searched: torch.searched });
+  const reason = prebuiltProblem
+    ? `LibTorch not found; the prebuilt addon does not load (${prebuiltProblem})`
+    : 'LibTorch not found';
+  report('skipped', { reason, searched: torch.searched });
   finish(
     1,
     [

@@ -106,5 +106,5 @@ export const HOW_TO_FIX = [
   'install Debian/Ubuntu LibTorch: apt-get install libtorch-dev',
   'or point at an unpacked LibTorch (https://pytorch.org, CPU or CUDA): KILN_LIBTORCH_DIR=/path/to/libtorch',
   'or use the torch of a Python install: KILN_LIBTORCH_PYTHON=/usr/bin/python3',
-  'then rebuild: npm run build -w @kiln/libtorch-native',
+  'then rebuild: npm rebuild @kiln/libtorch-native --foreground-scripts',
 ];

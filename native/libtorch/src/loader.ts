@@ -10,6 +10,9 @@ const ADDON_FILE = 'kiln_libtorch.node';
 /** Explicit path to a built `kiln_libtorch.node`, tried before the package's own build. */
 export const ADDON_PATH_ENV = 'KILN_LIBTORCH_ADDON';
 
+/** Folder of prebuilt addons (`<platform>-<arch>/kiln_libtorch.<libc>.node`); default: the package's. */
+export const PREBUILDS_ENV = 'KILN_LIBTORCH_PREBUILDS';
+
 /** Thrown when no addon could be loaded; `searched` lists every place tried and why it failed. */
 export class LibTorchUnavailableError extends Error {
   readonly code = 'ENGINE_UNAVAILABLE';
@@ -29,9 +32,26 @@ export function addonCandidates(
   const candidates = [
     join(PACKAGE_DIR, 'build', 'Release', ADDON_FILE),
     join(PACKAGE_DIR, 'build', 'Debug', ADDON_FILE),
+    ...prebuiltCandidates(env[PREBUILDS_ENV] || join(PACKAGE_DIR, 'prebuilds')),
   ];
   const explicit = env[ADDON_PATH_ENV];
   return explicit ? [explicit, ...candidates] : candidates;
+}
+
+/**
+ * The prebuilt addons that fit this platform, node-gyp-build style: `linux-x64/` holds
+ * `kiln_libtorch.glibc.node` (or `.musl`), falling back to an untagged `kiln_libtorch.node`.
+ */
+export function prebuiltCandidates(prebuildsDir: string): string[] {
+  const dir = join(prebuildsDir, `${process.platform}-${process.arch}`);
+  const base = ADDON_FILE.replace(/\.node$/, '');
+  const libc = process.platform === 'linux' ? [`${base}.${isMusl() ? 'musl' : 'glibc'}.node`] : [];
+  return [...libc, ADDON_FILE].map((name) => join(dir, name));
+}
+
+function isMusl(): boolean {
+  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } };
+  return !report?.header?.glibcVersionRuntime;
 }
 
 let cached: LibTorchBinding | undefined;
@@ -75,11 +95,18 @@ function explain(searched: readonly string[]): string {
   ];
   const build = buildReport();
   if (build) lines.push(`Install-time build: ${build}`);
+  if (searched.some((s) => /cannot open shared object file|Library not loaded/.test(s))) {
+    lines.push(
+      'The addon is there but the LibTorch libraries it links against are not: LibTorch is absent.',
+    );
+  }
   lines.push(
     'To fix:',
-    '  install LibTorch (Debian/Ubuntu: apt-get install libtorch-dev), or set KILN_LIBTORCH_DIR to an',
-    '  unpacked LibTorch or KILN_LIBTORCH_PYTHON to a Python with torch; then run',
-    '  npm run build -w @kiln/libtorch-native (or set KILN_LIBTORCH_ADDON to a built kiln_libtorch.node)',
+    '  install LibTorch (Debian/Ubuntu: apt-get install libtorch-dev); the prebuilt linux-x64 addon',
+    "  links against Debian 12's LibTorch 1.13. For another LibTorch, build against it:",
+    '  KILN_LIBTORCH_DIR=/path/to/libtorch npm rebuild @kiln/libtorch-native --foreground-scripts',
+    '  (or KILN_LIBTORCH_PYTHON=/usr/bin/python3 to use the torch of a Python install), or set',
+    '  KILN_LIBTORCH_ADDON to a built kiln_libtorch.node',
   );
   return lines.join('\n');
 }

@@ -8,6 +8,7 @@ import type { HostTensor } from './binding.js';
 import {
   ADDON_PATH_ENV,
   LibTorchUnavailableError,
+  PREBUILDS_ENV,
   addonCandidates,
   loadAddonFrom,
   loadLibTorchBinding,
@@ -19,6 +20,15 @@ describe('addon loading', () => {
     const candidates = addonCandidates({ [ADDON_PATH_ENV]: '/opt/kiln/kiln_libtorch.node' });
     expect(candidates[0]).toBe('/opt/kiln/kiln_libtorch.node');
     expect(candidates[1]).toMatch(/build[/\\]Release[/\\]kiln_libtorch\.node$/);
+  });
+
+  it('then the prebuilt addons for this platform, node-gyp-build style', () => {
+    const candidates = addonCandidates({ [PREBUILDS_ENV]: '/opt/prebuilds' });
+    const dir = join('/opt/prebuilds', `${process.platform}-${process.arch}`);
+    expect(candidates.slice(2)).toEqual([
+      ...(process.platform === 'linux' ? [join(dir, 'kiln_libtorch.glibc.node')] : []),
+      join(dir, 'kiln_libtorch.node'),
+    ]);
   });
 
   it('lists every place tried, why each failed, and how to fix it', () => {
