@@ -1,12 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { type InputSpec, NO_PROGRESS, parseShapes, terminalProgress } from '@kiln/benchmark';
-import { bottlenecks, formatProfile } from '@kiln/engine-onnxruntime';
-import { loadEngineCatalog } from '@kiln/server';
+import type * as OrtEngine from '@kiln/engine-onnxruntime';
+import { importEnginePackage, loadEngineCatalog } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 import { layerChart } from '../profile/layer-chart.js';
-import { profileLayers } from '../profile/layer-profile.js';
 import { collect, parseOverrides } from './repeatable-options.js';
 
 interface ProfileOptions {
@@ -60,6 +59,11 @@ Examples:
       const warmup = count('--warmup', options.warmup, 0);
       const top = count('--top', options.top, 1);
       const inputs = shapes(options.inputShapes);
+      // Profiling is ONNX Runtime's: its engine package is an optional peer of the CLI.
+      const { bottlenecks, formatProfile } = await importEnginePackage<typeof OrtEngine>(
+        '@kiln/engine-onnxruntime',
+      );
+      const { profileLayers } = await import('../profile/layer-profile.js');
       const engines = await loadEngineCatalog();
       const result = await profileLayers(options.model, engines, {
         inputs,

@@ -1,4 +1,4 @@
-import { EngineRegistry, type EngineProvider } from '@kiln/core';
+import { EngineRegistry, type EngineProvider, KilnError, KilnErrorCode } from '@kiln/core';
 
 /** Engine packages the server serves with when they are installed. */
 export const DEFAULT_ENGINE_MODULES = [
@@ -7,6 +7,31 @@ export const DEFAULT_ENGINE_MODULES = [
   '@kiln/engine-tensorflow',
   '@kiln/engine-dlr',
 ] as const;
+
+/**
+ * Imports an engine package that is an optional peer (of the server or the CLI); when it is not
+ * installed, fails with ENGINE_UNAVAILABLE saying which package to install.
+ */
+export async function importEnginePackage<T>(specifier: string): Promise<T> {
+  try {
+    return (await import(specifier)) as T;
+  } catch (error) {
+    if (!isNotFound(error, specifier)) throw error;
+    throw new KilnError(
+      KilnErrorCode.EngineUnavailable,
+      `${specifier} is not installed: install ${specifier} (npm install ${specifier})`,
+      { details: { hint: `npm install ${specifier}` } },
+    );
+  }
+}
+
+function isNotFound(error: unknown, specifier: string): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (
+    (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') &&
+    String((error as Error).message).includes(specifier)
+  );
+}
 
 /** The engines a server knows: their providers, and the modules worker threads import. */
 export interface EngineCatalog {
