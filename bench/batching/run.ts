@@ -3,7 +3,7 @@
  * with batch_size 1 and batch_size 8; prints throughput, latency, the event loop's lag and
  * the throughput ratio.
  *
- *   node --import tsx bench/batching/run.ts [--requests 4000] [--concurrency 32] [--batch 8] [--nice 5] …
+ *   node -C @kiln/source --import tsx bench/batching/run.ts [--requests 4000] [--concurrency 32] [--batch 8] [--nice 5] …
  */
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';

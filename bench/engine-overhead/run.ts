@@ -6,7 +6,7 @@
  * (goal ≥ 0.99), for batch 1 and 8; then the fixed cost per call on a model that does almost
  * nothing.
  *
- *   node --import tsx bench/engine-overhead/run.ts [--rounds 9] [--threads 2] [--tiny-rounds 100]
+ *   node -C @kiln/source --import tsx bench/engine-overhead/run.ts [--rounds 9] [--threads 2] [--tiny-rounds 100]
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';

@@ -2,7 +2,7 @@
  * Kiln's side of the LibTorch benchmark, in its own process: the PyTorch engine's execution
  * context (NDList in, NDList out, forward off the event loop) in a plain loop.
  *
- *   node --import tsx bench/libtorch/kiln-loop.ts MODEL_DIR THREADS BATCH [key=value options]
+ *   node -C @kiln/source --import tsx bench/libtorch/kiln-loop.ts MODEL_DIR THREADS BATCH [key=value options]
  * Loads the model, prints "ready", then for each line "N" on stdin runs N forwards and prints
  * one JSON line {"ms": [per-forward milliseconds...]}; an empty line or EOF ends it.
  */

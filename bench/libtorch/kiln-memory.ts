@@ -4,7 +4,7 @@
  * `separate` loads the model N times, one context each, for comparison. Every context runs
  * ROUNDS forwards at batch 1, all contexts at once, then the process reports its memory.
  *
- *   node --import tsx bench/libtorch/kiln-memory.ts MODEL_DIR shared|separate N ROUNDS
+ *   node -C @kiln/source --import tsx bench/libtorch/kiln-memory.ts MODEL_DIR shared|separate N ROUNDS
  * Prints one JSON line: {"rssMiB": current resident set, "peakMiB": peak resident set}.
  */
 import { readFileSync } from 'node:fs';

@@ -6,7 +6,7 @@
  * order rotating), so all see the same machine load. Then Kiln's fixed cost per call,
  * optimize_for_inference on vs off, and the memory of 4 predictors against 1.
  *
- *   node --import tsx bench/libtorch/run.ts [--segments 12] [--threads 2] [--batches 1,8]
+ *   node -C @kiln/source --import tsx bench/libtorch/run.ts [--segments 12] [--threads 2] [--batches 1,8]
  *                                           [--omp-wait-policy passive] [--malloc retain|one-arena]
  *
  * `--omp-wait-policy` sets OMP_WAIT_POLICY for every measured process. By default OpenMP

@@ -3,7 +3,7 @@
  * encoder with random lengths 8–512. Same batch size, delay, workers and requests for each;
  * prints throughput, latency, padding and the ratios.
  *
- *   node --import tsx bench/padding/run.ts [--requests 192] [--workers 2] [--batch 8] …
+ *   node -C @kiln/source --import tsx bench/padding/run.ts [--requests 192] [--workers 2] [--batch 8] …
  */
 import { existsSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';

@@ -2,7 +2,7 @@
 // onnxruntime-node, npy in and npy out, its own process) and against Kiln in process, on a tiny
 // MLP and a ResNet-18-class model. Contenders alternate (A B, B A, …) over the rounds; every
 // figure is printed as median [min–max] over the rounds, every ratio from the same rounds.
-//   node --import tsx bench/server/run.ts [--seconds 8] [--rounds 3] [--only mlp,resnet18]
+//   node -C @kiln/source --import tsx bench/server/run.ts [--seconds 8] [--rounds 3] [--only mlp,resnet18]
 //     [--no-ping]
 import fs from 'node:fs';
 import os from 'node:os';

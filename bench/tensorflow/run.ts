@@ -2,7 +2,7 @@
  * The TensorFlow engine against raw tfjs on the same backend and model (target ≥ 0.97), then
  * the same networks on the TensorFlow and ONNX Runtime engines side by side.
  *
- *   node --import tsx bench/tensorflow/run.ts [--pairs 16] [--rounds 12] [--segment-ms 250]
+ *   node -C @kiln/source --import tsx bench/tensorflow/run.ts [--pairs 16] [--rounds 12] [--segment-ms 250]
  *     [--same-thread-rounds 30] [--warm-up-ms 2000]
  *
  * 1. Kiln vs raw tfjs (wasm): raw tfjs runs on the main thread as an application would

@@ -11,6 +11,7 @@ async function loadInChild(
   extraImports: string[],
 ): Promise<{ ok: boolean; code?: string; message?: string }> {
   const { stdout } = await run(process.execPath, [
+    '--conditions=@kiln/source',
     '--import',
     'tsx',
     ...extraImports.flatMap((i) => ['--import', i]),
@@ -34,6 +35,7 @@ describe('loading onnxruntime-node', () => {
 
   it('imports onnxruntime-node only when the engine is loaded', async () => {
     const { stdout } = await run(process.execPath, [
+      '--conditions=@kiln/source',
       '--import',
       'tsx',
       '--input-type=module',

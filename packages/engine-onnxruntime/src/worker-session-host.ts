@@ -6,6 +6,7 @@ import {
   type NumericDType,
   type TensorDescriptor,
   type TypedArray,
+  siblingModule,
   spawnModuleWorker,
   typedArrayConstructor,
 } from '@kiln/core';
@@ -15,7 +16,7 @@ import type { OrtSessionConfig } from './session-config.js';
 import type { RunTiming, SessionHost } from './session-host.js';
 import type { SessionReply, SessionRequest, SessionWorkerData } from './worker-protocol.js';
 
-export const SESSION_WORKER_MODULE = new URL('./session-worker.ts', import.meta.url);
+export const SESSION_WORKER_MODULE = siblingModule(import.meta.url, './session-worker');
 
 interface Pending {
   resolve(reply: SessionReply): void;

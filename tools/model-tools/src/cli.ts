@@ -1,4 +1,3 @@
-#!/usr/bin/env -S node --import tsx
 import { runCli } from './cli-commands.js';
 
 process.exitCode = await runCli(process.argv.slice(2));

@@ -228,9 +228,13 @@ for (const answer of [1, 2]) {
 console.log(JSON.stringify(answers));
 `,
     );
-    const { stdout } = await execFileAsync(process.execPath, ['--import', 'tsx', script], {
-      cwd: import.meta.dirname,
-    });
+    const { stdout } = await execFileAsync(
+      process.execPath,
+      ['--conditions=@kiln/source', '--import', 'tsx', script],
+      {
+        cwd: import.meta.dirname,
+      },
+    );
     expect(JSON.parse(stdout)).toEqual([1, 2]);
   });
 

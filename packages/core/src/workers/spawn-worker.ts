@@ -3,6 +3,16 @@ import { Worker, type WorkerOptions } from 'node:worker_threads';
 const MODULE_KEY = '__kilnWorkerModule';
 
 /**
+ * The module `name` beside the caller, with the caller's own extension: `.ts` when running
+ * from source in the repository, `.js` from the published package's dist/.
+ * `siblingModule(import.meta.url, './session-worker')`.
+ */
+export function siblingModule(callerUrl: string, name: string): URL {
+  const extension = /\.[cm]?ts$/.test(callerUrl) ? '.ts' : '.js';
+  return new URL(`${name}${extension}`, callerUrl);
+}
+
+/**
  * Starts a worker thread running `moduleUrl`, which may be TypeScript source or built JS.
  * `workerData` reaches the module unchanged (plus one private key).
  */

@@ -15,6 +15,7 @@ import {
   StackBatchifier,
   Tensor,
   type Translator,
+  siblingModule,
   spawnModuleWorker,
 } from '@kiln/core';
 import { checkEngine } from '../engine-requirements.js';
@@ -250,7 +251,7 @@ export async function describeEngineConformance(options: EngineConformanceOption
     it.skipIf(!options.providerModule)('loads and runs inside a worker thread', async () => {
       const fixture = await options.fixtures.affine(dir('worker'));
       const x = new Float32Array([1, 2, 3, 4, -1, -2, -3, -4]);
-      const worker = spawnModuleWorker(new URL('./worker-probe.ts', import.meta.url), {
+      const worker = spawnModuleWorker(siblingModule(import.meta.url, './worker-probe'), {
         workerData: {
           providerModule: options.providerModule!.href,
           engineName: options.engineName,

@@ -1,0 +1,59 @@
+// Completes a package for `npm pack` / `npm publish`, run from its folder after `tsc -b`
+// (its `prepack` script):
+//  - copies the files tsc does not emit (plain .mjs/.cjs modules such as worker entries and
+//    translator plugins, .json data) from src/ into dist/, keeping their paths;
+//  - copies the repository's LICENSE;
+//  - for a native addon package (package.json `kiln.addon`): copies the shared build helpers
+//    into kiln-common/, so that building from source works outside the repository, and the
+//    addon built here into prebuilds/<platform>-<arch>/ under node-gyp-build's naming, so that
+//    installing on a matching machine needs no compiler.
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
+
+copyAssets();
+cpSync(join(root, 'LICENSE'), 'LICENSE');
+if (pkg.kiln?.addon) prepareAddon(pkg.kiln.addon);
+
+function copyAssets() {
+  const asset = /\.(mjs|cjs|json)$/;
+  const testOnly = /(^|\/)test-(support|fixtures)(\/|\.|$)|\.test\./;
+  const visit = (dir) => {
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      const rel = relative('src', path);
+      if (testOnly.test(rel)) continue;
+      if (statSync(path).isDirectory()) visit(path);
+      else if (asset.test(name)) cpSync(path, join('dist', rel));
+    }
+  };
+  if (existsSync('src')) visit('src');
+}
+
+function prepareAddon(addonName) {
+  rmSync('kiln-common', { recursive: true, force: true });
+  for (const part of ['scripts', 'include', 'kiln_napi.cmake']) {
+    cpSync(join(root, 'native', 'common', part), join('kiln-common', part), { recursive: true });
+  }
+  rmSync('prebuilds', { recursive: true, force: true });
+  const built = join('build', 'Release', `${addonName}.node`);
+  if (!existsSync(built)) {
+    if (process.env.KILN_REQUIRE_PREBUILDS === '1') {
+      throw new Error(`${pkg.name}: ${built} is missing; build it first (npm run build)`);
+    }
+    console.warn(`[${pkg.name}] no ${built}: packing without a prebuilt addon`);
+    return;
+  }
+  const glibc = process.report?.getReport().header.glibcVersionRuntime;
+  const libc = process.platform === 'linux' ? (glibc ? '.glibc' : '.musl') : '';
+  const target = join(
+    'prebuilds',
+    `${process.platform}-${process.arch}`,
+    `${addonName}${libc}.node`,
+  );
+  cpSync(built, target);
+  console.error(`[${pkg.name}] prebuilt addon: ${target}`);
+}
