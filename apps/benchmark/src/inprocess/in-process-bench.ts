@@ -95,7 +95,11 @@ export async function runInProcessBench(options: InProcessBenchOptions): Promise
       options.durationMs === undefined
         ? `${options.iterations} requests`
         : `${Math.round(options.durationMs / 1000)} s`;
-    progress.start(options.durationMs ?? options.iterations, `measuring ${measuring}`);
+    progress.start(
+      options.durationMs ?? options.iterations,
+      `measuring ${measuring}`,
+      options.durationMs === undefined ? '' : ' ms',
+    );
     recording = true;
     const monitor = new ResourceMonitor();
     const started = performance.now();
