@@ -57,6 +57,8 @@ describe('kiln command line (in process)', () => {
     ],
     [['profile', '-m', 'm', '--runs', '0'], /^error: --runs 0 must be a whole number from 1/],
     [['profile'], /required option '-m, --model <url>'/],
+    [['predict', '-i', 'x.npy'], /^error: required option '-m, --model <url>' not specified/],
+    [['predict', '--bogus'], /^error: unknown option '--bogus'/],
     [['inspect'], /missing required argument 'model'/],
     [['bench', '-u', 'm', '-c', 'many'], /^error: -c "many" must be a whole number/],
   ])('answers %j with exit code 2 and one clear line', async (argv, message) => {

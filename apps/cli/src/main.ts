@@ -1,4 +1,4 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, type Option } from 'commander';
 import { createCliContext } from './cli-context.js';
 import { EXIT_USAGE, describeFailure } from './cli-errors.js';
 import { registerArchive } from './commands/archive.js';
@@ -28,6 +28,7 @@ export async function runKiln(argv: readonly string[]): Promise<number> {
   registerProfile(program, cli);
   registerBench(program, cli);
   for (const command of program.commands) command.exitOverride();
+  checkRequiredOptionsLast(program);
   try {
     await program.parseAsync(argv, { from: 'user' });
     return 0;
@@ -39,6 +40,29 @@ export async function runKiln(argv: readonly string[]): Promise<number> {
     for (const line of failure.lines) cli.err(line);
     return failure.exitCode;
   }
+}
+
+/**
+ * Commander checks required options before unknown ones, so `kiln predict --bogus` would
+ * complain about the missing -m instead of the flag that is wrong. The required options are
+ * checked here instead, after commander has refused unknown options.
+ */
+function checkRequiredOptionsLast(program: Command): void {
+  const required = new Map<Command, Option[]>();
+  for (const command of program.commands) {
+    const options = command.options.filter((option) => option.mandatory);
+    for (const option of options) option.mandatory = false;
+    required.set(command, options);
+  }
+  program.hook('preAction', (_program, command) => {
+    for (const option of required.get(command) ?? []) {
+      if (command.getOptionValue(option.attributeName()) === undefined) {
+        command.error(`error: required option '${option.flags}' not specified`, {
+          code: 'commander.missingMandatoryOptionValue',
+        });
+      }
+    }
+  });
 }
 
 const isMain =
