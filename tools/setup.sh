@@ -15,6 +15,7 @@ packages=(
   python3-torch python3-torchvision python3-numpy python3-pil  # TorchScript fixtures, Python baselines, numpy clients
   chromium               # headless check of the benchmark's HTML report
   wrk                    # HTTP load client for bench/server
+  prometheus             # promtool, which checks the /metrics exposition
 )
 if [ "${KILN_SKIP_APT:-}" != "1" ]; then
   sudo=""

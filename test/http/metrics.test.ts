@@ -1,8 +1,19 @@
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildModelStore } from '../support/fixtures.js';
 import { type TestServer, startTestServer, tempDir } from '../support/server-harness.js';
+
+/** Whether Prometheus's promtool is here (Debian: apt-get install prometheus). */
+function promtool(): boolean {
+  const found = spawnSync('promtool', ['--version']).status === 0;
+  if (!found)
+    console.log(
+      'skipping the promtool check: promtool is not installed (apt-get install prometheus)',
+    );
+  return found;
+}
 
 let t: TestServer;
 let root: string;
@@ -53,6 +64,14 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/kiln_workers\{model="iris",state="idle"\} [1-9]/);
     expect(text).toMatch(/kiln_model_load_seconds\{model="iris"\} [\d.]+/);
     expect(text).toMatch(/kiln_process_resident_memory_bytes \d+/);
+  });
+
+  it.skipIf(!promtool())('passes promtool check metrics', async () => {
+    const text = await (await fetch(`${t.metrics}/metrics`)).text();
+    expect(text).toMatch(/kiln_nodejs_active_handles\{type="/);
+    const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(check.stdout + check.stderr).toBe('');
+    expect(check.status).toBe(0);
   });
 
   it('is served on its own listener only', async () => {

@@ -72,6 +72,11 @@ export class ServerMetrics {
       prefix: 'kiln_',
       eventLoopMonitoringPrecision: 1,
     });
+    // prom-client also exports these sums as gauges named like counters, which Prometheus
+    // tooling (promtool check metrics) rejects; the per-type gauges without `_total` stay.
+    for (const name of ['active_handles', 'active_requests', 'active_resources']) {
+      this.registry.removeSingleMetric(`kiln_nodejs_${name}_total`);
+    }
   }
 
   private stage(name: string, help: string): Histogram<'model'> {
