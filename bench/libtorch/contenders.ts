@@ -50,6 +50,7 @@ export class Runner {
           : [
               process.execPath,
               [
+                '--conditions=@kiln/source',
                 '--import',
                 'tsx',
                 join(HERE, 'kiln-loop.ts'),
@@ -93,6 +94,7 @@ export async function memory(
   const { stdout } = await run(
     process.execPath,
     [
+      '--conditions=@kiln/source',
       '--import',
       'tsx',
       join(HERE, 'kiln-memory.ts'),

@@ -15,7 +15,19 @@ describe.runIf(availability.run)('bench/server', () => {
   it('runs Kiln and the naive server on the same answers and prints ratios against goals', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', RUN, '--only', 'mlp', '--seconds', '1', '--rounds', '1', '--no-ping'],
+      [
+        '--conditions=@kiln/source',
+        '--import',
+        'tsx',
+        RUN,
+        '--only',
+        'mlp',
+        '--seconds',
+        '1',
+        '--rounds',
+        '1',
+        '--no-ping',
+      ],
       { timeout: 120_000 },
     );
     expect(stdout).toMatch(/naive koa\+ort\s+[\d.]+ \[/);
