@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -56,6 +56,53 @@ describe('addon loading', () => {
     }
   });
 });
+
+const cc = spawnSync('cc', ['--version']).status === 0;
+
+describe.skipIf(process.platform !== 'linux' || !cc)(
+  'a prebuilt addon whose libraries are absent',
+  () => {
+    it('says the addon is there but LibTorch is not, and how to get it', () => {
+      // A real shared object linked against a library that is then removed: loading it fails
+      // the way the prebuilt addon does on a machine without LibTorch.
+      const dir = mkdtempSync(join(tmpdir(), 'kiln-loader-'));
+      try {
+        writeFileSync(join(dir, 'stub.c'), 'int kiln_stub(void) { return 1; }\n');
+        writeFileSync(
+          join(dir, 'addon.c'),
+          'int kiln_stub(void);\nint kiln_addon(void) { return kiln_stub(); }\n',
+        );
+        const build = (args: string[]) => execFileSync('cc', args, { cwd: dir, stdio: 'pipe' });
+        build(['-shared', '-fPIC', '-o', 'libkiln_stub_torch.so', 'stub.c']);
+        build([
+          '-shared',
+          '-fPIC',
+          '-o',
+          'kiln_libtorch.node',
+          'addon.c',
+          '-L.',
+          '-lkiln_stub_torch',
+        ]);
+        rmSync(join(dir, 'libkiln_stub_torch.so'));
+        const error = (() => {
+          try {
+            loadAddonFrom([join(dir, 'kiln_libtorch.node')]);
+          } catch (e) {
+            return e as LibTorchUnavailableError;
+          }
+        })();
+        expect(error?.searched[0]).toMatch(
+          /libkiln_stub_torch\.so: cannot open shared object file/,
+        );
+        expect(error?.message).toContain('the LibTorch libraries it links against are not');
+        expect(error?.message).toContain('apt-get install libtorch-dev');
+        expect(error?.message).toContain('npm rebuild @kiln/libtorch-native');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  },
+);
 
 describe.skipIf(addonProblem() !== null)('addon in other threads and processes', () => {
   const [addon] = addonCandidates({});
