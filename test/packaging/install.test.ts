@@ -54,7 +54,8 @@ function userEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   );
   return {
     ...env,
-    HOME: path.join(work, 'home'),
+    // The demo model is built afresh here; npm keeps the user's own cache.
+    KILN_HOME: path.join(work, 'kiln-home'),
     // onnxruntime-node's install script would fetch GPU providers from outside the registry.
     ONNXRUNTIME_NODE_INSTALL: 'skip',
     ...extra,
@@ -101,13 +102,12 @@ const MiB = 1024 * 1024;
 
 beforeAll(async () => {
   work = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-packaging-'));
-  fs.mkdirSync(path.join(work, 'home'));
   await run(
     process.execPath,
     [path.join(ROOT, 'tools', 'pack-all.mjs'), '--out', path.join(work, 'packs')],
     {
       cwd: ROOT,
-      env: userEnv({ HOME: os.homedir() }),
+      env: userEnv(),
       maxBuffer: 64 << 20,
     },
   );
@@ -311,7 +311,7 @@ describe('the server and the CLI with ONNX Runtime only', () => {
   });
 
   it('names the package to install for a model on an absent engine', async () => {
-    const demo = path.join(work, 'home', '.cache', 'kiln', 'demo', 'iris');
+    const demo = path.join(work, 'kiln-home', 'demo', 'iris');
     const result = spawnSync(
       'npx',
       ['kiln', 'predict', '-m', `iris::PyTorch=${pathToFileURL(demo).href}`, '-i', '-'],
