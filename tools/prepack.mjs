@@ -7,16 +7,38 @@
 //    into kiln-common/, so that building from source works outside the repository, and the
 //    addon built here into prebuilds/<platform>-<arch>/ under node-gyp-build's naming, so that
 //    installing on a matching machine needs no compiler.
+import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 
+ensureBuilt();
 copyAssets();
 cpSync(join(root, 'LICENSE'), 'LICENSE');
 if (pkg.kiln?.addon) prepareAddon(pkg.kiln.addon);
+
+/**
+ * Every file `exports` names must exist. `tsc -b` trusts tsconfig.tsbuildinfo, so after dist/
+ * was deleted by hand it emits nothing: then the stale build info goes and tsc runs again.
+ */
+function ensureBuilt() {
+  const targets = () =>
+    Object.values(pkg.exports ?? {})
+      .flatMap((entry) => [entry.types, entry.default])
+      .filter((file) => typeof file === 'string' && !existsSync(file));
+  if (targets().length === 0) return;
+  rmSync('tsconfig.tsbuildinfo', { force: true });
+  const tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
+  const build = spawnSync(process.execPath, [tsc, '-b'], { stdio: 'inherit' });
+  const missing = targets();
+  if (build.status !== 0 || missing.length > 0) {
+    throw new Error(`${pkg.name}: the build left out ${missing.join(', ') || 'files'}`);
+  }
+}
 
 function copyAssets() {
   const asset = /\.(mjs|cjs|json)$/;

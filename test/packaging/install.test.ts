@@ -321,6 +321,12 @@ describe('the server and the CLI with ONNX Runtime only', () => {
     expect(result.stderr).toMatch(/install @kiln\/engine-libtorch/);
   });
 
+  it('`npx kiln-make-models` writes a model folder', async () => {
+    const out = path.join(work, 'models', 'tiny');
+    await run('npx', ['kiln-make-models', 'tiny', out], { cwd: dir, env: userEnv() });
+    expect(fs.existsSync(path.join(out, 'model.onnx'))).toBe(true);
+  });
+
   it('`npx kiln-bench --help` prints its usage', async () => {
     const { stdout } = await run('npx', ['kiln-bench', '--help'], { cwd: dir, env: userEnv() });
     expect(stdout).toMatch(/^Usage: kiln-bench/m);
