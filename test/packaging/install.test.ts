@@ -24,6 +24,7 @@ const LIBTORCH_ADDON = path.join(
   'Release',
   'kiln_libtorch.node',
 );
+const DLR_ADDON = path.join(ROOT, 'native', 'dlr', 'build', 'Release', 'kiln_dlr.node');
 const REQUIRED_ENGINES = (process.env.KILN_REQUIRE_ENGINES ?? '').toLowerCase().split(',');
 
 interface Pack {
@@ -400,27 +401,38 @@ describe('@kiln/engine-libtorch', () => {
   }, 300_000);
 });
 
+const dlrBuilt = fs.existsSync(DLR_ADDON);
+if (!dlrBuilt) {
+  console.log(
+    `skipping the DLR install: no ${DLR_ADDON} was built here to ship as the prebuilt addon`,
+  );
+}
+
 describe('@kiln/engine-dlr', () => {
-  it('installs from the prebuilt addon and, without libdlr, says where it looked and how to fix it', async () => {
-    const installed = await project(
-      'dlr',
-      tarballs('@kiln/engine-dlr', '@kiln/dlr-native', '@kiln/core'),
-    );
-    expect(installed.log).toMatch(
-      /using the prebuilt addon .*prebuilds\/linux-x64\/kiln_dlr\.glibc\.node/,
-    );
-    fs.writeFileSync(
-      path.join(installed.dir, 'load.mjs'),
-      `import { provider } from '@kiln/engine-dlr';
+  it.skipIf(!dlrBuilt && !REQUIRED_ENGINES.includes('dlr'))(
+    'installs from the prebuilt addon and, without libdlr, says where it looked and how to fix it',
+    async () => {
+      const installed = await project(
+        'dlr',
+        tarballs('@kiln/engine-dlr', '@kiln/dlr-native', '@kiln/core'),
+      );
+      expect(installed.log).toMatch(
+        /using the prebuilt addon .*prebuilds\/linux-x64\/kiln_dlr\.glibc\.node/,
+      );
+      fs.writeFileSync(
+        path.join(installed.dir, 'load.mjs'),
+        `import { provider } from '@kiln/engine-dlr';
        try { await provider.load(); console.log('loaded'); } catch (error) { console.log(error.message); }`,
-    );
-    const { stdout } = await run(process.execPath, ['load.mjs'], {
-      cwd: installed.dir,
-      env: userEnv({ KILN_DLR_LIBRARY: path.join(work, 'no-dlr', 'libdlr.so') }),
-    });
-    expect(stdout).toMatch(/DLR \(libdlr\) could not be loaded/);
-    expect(stdout).toMatch(/To fix: install DLR/);
-  }, 300_000);
+      );
+      const { stdout } = await run(process.execPath, ['load.mjs'], {
+        cwd: installed.dir,
+        env: userEnv({ KILN_DLR_LIBRARY: path.join(work, 'no-dlr', 'libdlr.so') }),
+      });
+      expect(stdout).toMatch(/DLR \(libdlr\) could not be loaded/);
+      expect(stdout).toMatch(/To fix: install DLR/);
+    },
+    300_000,
+  );
 });
 
 /** Loopback ports nothing listens on right now. */
