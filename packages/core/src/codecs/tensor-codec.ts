@@ -44,8 +44,9 @@ export function decodeTensors(bytes: Uint8Array, options: DecodeTensorsOptions =
     );
   }
   const named = formatForContentType(options.contentType);
-  if (named === undefined) refuseImage(bytes);
   const format = named ?? detectTensorFormat(bytes);
+  // ndlist is what detection falls back to: an image would be misread as one.
+  if (named === undefined && format === 'ndlist') refuseImage(bytes);
   switch (format) {
     case 'npz':
       return decodeNpz(bytes, { maxBytes });
