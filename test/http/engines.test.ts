@@ -85,7 +85,7 @@ describe.each(available.map((e) => e.name))('%s behind the server', (engineName)
         >
       )[name],
     ).toEqual({ status: 'Healthy' });
-    const { status, body } = await jsonOf(await fetch(`${t.management}/models/${name}`));
+    const { status, body } = await jsonOf(await t.manage(`/models/${name}`));
     expect(status).toBe(200);
     expect((body as { engine: string }[])[0]!.engine).toBe(engineName);
   });

@@ -62,7 +62,7 @@ describe('model lifecycle', () => {
       );
       expect(failed.status).toBe(500);
       expect((failed.body as { message: string }).message).toMatch(/broken/);
-      const described = await jsonOf(await fetch(`${t.management}/models/broken`));
+      const described = await jsonOf(await t.manage('/models/broken'));
       expect((described.body as { status: string; error: string }[])[0]).toMatchObject({
         status: 'FAILED',
         error: expect.any(String),

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -9,18 +10,27 @@ export interface TestServer {
   readonly inference: string;
   readonly management: string;
   readonly metrics: string;
+  /** The management API's bearer token. */
+  readonly token: string;
+  /** fetch() on the management listener, with the bearer token. */
+  manage(route: string, init?: RequestInit): Promise<Response>;
   /** Resolves once every registered model finished loading (either way). */
   settled(): Promise<void>;
   stop(): Promise<void>;
 }
 
-/** Starts a real server on ephemeral loopback ports. */
+/**
+ * Starts a real server on ephemeral loopback ports. Its management API demands a token, as
+ * by default: a fresh one, given as management_token so that no key file is written.
+ */
 export async function startTestServer(
   options: { models?: string[]; config?: Record<string, string> } = {},
 ): Promise<TestServer> {
+  const token = randomBytes(16).toString('hex');
   const config = loadServerConfig({
     env: {},
     overrides: {
+      management_token: token,
       inference_address: 'http://127.0.0.1:0',
       management_address: 'http://127.0.0.1:0',
       metrics_address: 'http://127.0.0.1:0',
@@ -39,7 +49,13 @@ export async function startTestServer(
       await sleep(10);
     await Promise.all(server.models.list().map((e) => e.loading));
   };
-  return { server, ...server.urls, settled, stop: () => server.stop() };
+  const key = server.managementKey?.token ?? '';
+  const manage = (route: string, init: RequestInit = {}) =>
+    fetch(`${server.urls.management}${route}`, {
+      ...init,
+      headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) },
+    });
+  return { server, ...server.urls, token: key, manage, settled, stop: () => server.stop() };
 }
 
 export function tempDir(label: string): string {

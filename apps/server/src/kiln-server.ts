@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import http from 'node:http';
+import type http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import Koa from 'koa';
@@ -19,6 +19,9 @@ import { inferenceRoutes } from './routes/inference-routes.js';
 import { managementRoutes } from './routes/management-routes.js';
 import type { ServerContext } from './routes/server-context.js';
 import { v2Routes } from './routes/v2-routes.js';
+import { checkHostAndOrigin, hostPolicy } from './security/host-origin.js';
+import { createGuardedServer } from './security/listener-guard.js';
+import { type ManagementKey, resolveManagementKey } from './security/management-key.js';
 import { requireToken } from './security/token-auth.js';
 import { SERVER_VERSION } from './version.js';
 
@@ -42,6 +45,8 @@ export interface KilnServer {
   readonly urls: ListenerInfo;
   readonly models: ModelManager;
   readonly log: Logger;
+  /** The management API's key; undefined when token authorization is disabled. */
+  readonly managementKey: ManagementKey | undefined;
   /** Stops accepting predictions, answers the accepted ones (drain), then closes. */
   stop(): Promise<void>;
 }
@@ -53,7 +58,10 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
 
   const engines = await loadEngineCatalog(options.engineModules ?? DEFAULT_ENGINE_MODULES);
   const metrics = new ServerMetrics();
-  const models = new ModelManager(config, engines, metrics);
+  const models = new ModelManager(config, engines, metrics, log);
+  const managementKey = config.disableTokenAuthorization
+    ? undefined
+    : resolveManagementKey(config.managementToken, config.keyFile);
   const server: ServerContext = {
     config,
     models,
@@ -67,8 +75,10 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   const inference = new Koa();
   // Logging and metrics sit outside the error handler so that they see the final status.
   if (config.accessLog) inference.use(accessLog(log, 'inference'));
-  inference.use(requestMetrics(metrics, 'inference'));
+  const known = (name: string) => models.has(name);
+  inference.use(requestMetrics(metrics, 'inference', known));
   inference.use(errorMiddleware(errorOptions, log));
+  inference.use(hostGuard(config.inferenceAddress, config));
   const inferenceMeta = new Router();
   inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
   for (const router of [inferenceMeta, inferenceRoutes(server), v2Routes(server)])
@@ -77,9 +87,10 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   const management = new Koa();
   // Logging and metrics sit outside the error handler so that they see the final status.
   if (config.accessLog) management.use(accessLog(log, 'management'));
-  management.use(requestMetrics(metrics, 'management'));
+  management.use(requestMetrics(metrics, 'management', known));
   management.use(errorMiddleware(errorOptions, log));
-  if (config.managementToken) management.use(requireToken(config.managementToken));
+  management.use(hostGuard(config.managementAddress, config));
+  if (managementKey) management.use(requireToken(managementKey.token));
   const managementMeta = new Router();
   managementMeta.get('/openapi.json', (ctx) => (ctx.body = managementOpenApi(SERVER_VERSION)));
   for (const router of [managementMeta, managementRoutes(server)])
@@ -87,6 +98,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
 
   const metricsApp = new Koa();
   metricsApp.use(errorMiddleware(errorOptions, log));
+  metricsApp.use(hostGuard(config.metricsAddress, config));
   const metricsRouter = new Router();
   metricsRouter.get('/metrics', async (ctx) => {
     sampleGauges(
@@ -110,9 +122,11 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   const listeners: http.Server[] = [];
   const listen = async (app: Koa, address: string): Promise<string> => {
     const { host, port } = parseAddress(address);
-    const httpServer = http.createServer(app.callback());
-    httpServer.requestTimeout = config.requestTimeoutMs;
-    httpServer.headersTimeout = Math.min(60_000, config.requestTimeoutMs);
+    const httpServer = createGuardedServer(app.callback(), {
+      maxConnections: config.maxConnections,
+      headersTimeoutMs: Math.min(config.clientHeaderTimeoutMs, config.requestTimeoutMs),
+      requestTimeoutMs: config.requestTimeoutMs,
+    });
     await new Promise<void>((resolve, reject) => {
       httpServer.once('error', reject);
       httpServer.listen(port, host, () => resolve());
@@ -137,6 +151,8 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     { ...urls, engines: engines.modules, missingEngines: Object.keys(engines.missing) },
     'listening',
   );
+  if (managementKey?.keyFile) log.info({ keyFile: managementKey.keyFile }, 'management key written');
+  else if (!managementKey) log.warn('management API token authorization is disabled');
 
   // Registered one after another (loading still runs in the background), so that the first
   // version given for a name is its default, whatever order the inspections finish in.
@@ -171,6 +187,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     urls,
     models,
     log,
+    managementKey,
     stop: () =>
       (stopping ??= (async () => {
         server.accepting = false;
@@ -191,12 +208,21 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
 /** ShellTorch's lesson: a management API reachable from the network must demand a token. */
 function checkListenerSecurity(config: ServerConfig): void {
   const { host } = parseAddress(config.managementAddress);
-  if (!isLoopbackHost(host) && !config.managementToken) {
+  if (!isLoopbackHost(host) && config.disableTokenAuthorization) {
     throw new KilnError(
       KilnErrorCode.InvalidConfig,
-      `management_address ${config.managementAddress} is reachable beyond this machine: set management_token (or KILN_MANAGEMENT_TOKEN)`,
+      `management_address ${config.managementAddress} is reachable beyond this machine: token authorization cannot be disabled there`,
     );
   }
+}
+
+/** Refuses requests whose Host or Origin is not this listener's (DNS rebinding, CSRF). */
+function hostGuard(address: string, config: ServerConfig): Koa.Middleware {
+  const policy = hostPolicy(parseAddress(address).host, config.allowedHosts, config.allowedOrigins);
+  return async (ctx, next) => {
+    checkHostAndOrigin(policy, ctx.get('host') || undefined, ctx.get('origin') || undefined);
+    await next();
+  };
 }
 
 /** `load_models`: URLs, or `ALL` for every model folder and archive in the store. */

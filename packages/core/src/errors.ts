@@ -25,6 +25,10 @@ export const KilnErrorCode = {
   InvalidConfig: 'INVALID_CONFIG',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
   Unauthorized: 'UNAUTHORIZED',
+  /** The request is not accepted from where it comes (foreign Host or Origin). */
+  Forbidden: 'FORBIDDEN',
+  /** The client sent its request too slowly. */
+  RequestTimeout: 'REQUEST_TIMEOUT',
   Internal: 'INTERNAL',
 } as const;
 

@@ -57,17 +57,26 @@ Examples:
           metrics_address: options.metricsAddress,
         },
       });
-      const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'warn' });
+      // stdout carries the JSON log lines (access log included) and nothing else, so that it
+      // stays machine-readable; what people read goes to stderr.
+      const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'info' });
       const server = await startKilnServer({ config, models, logger });
-      cli.out(`${cli.color.bold('Kiln')} is serving`);
-      cli.out(`  inference   ${server.urls.inference}`);
-      cli.out(`  management  ${server.urls.management}`);
-      cli.out(`  metrics     ${server.urls.metrics}/metrics`);
+      cli.err(`${cli.color.bold('Kiln')} is serving`);
+      cli.err(`  inference   ${server.urls.inference}`);
+      cli.err(`  management  ${server.urls.management}`);
+      cli.err(`  metrics     ${server.urls.metrics}/metrics`);
+      const key = server.managementKey;
+      if (key?.keyFile) {
+        cli.err(`  management key ${key.token} (in ${key.keyFile})`);
+        cli.err(`    curl -H "Authorization: Bearer ${key.token}" ${server.urls.management}/models`);
+      } else if (!key) {
+        cli.err(`  management key ${cli.color.yellow('disabled')} (disable_token_authorization=true)`);
+      }
       reportModels(cli, server.models);
       const stop = async (signal: string) => {
-        cli.out(`${signal}: draining in-flight requests…`);
+        cli.err(`${signal}: draining in-flight requests…`);
         await server.stop();
-        cli.out('stopped');
+        cli.err('stopped');
         process.exit(0);
       };
       process.once('SIGTERM', () => void stop('SIGTERM'));
@@ -83,16 +92,16 @@ function reportModels(cli: CliContext, models: ModelManager): void {
       const key = `${entry.name}:${entry.version}`;
       if (seen.has(key)) continue;
       seen.add(key);
-      cli.out(
+      cli.err(
         `  model ${entry.name}${entry.version ? `:${entry.version}` : ''} ${cli.color.yellow('PENDING')} (${entry.url})`,
       );
       void entry.loading.then(() => {
         if (entry.state === 'READY') {
-          cli.out(
+          cli.err(
             `  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms`,
           );
         } else {
-          cli.out(
+          cli.err(
             `  model ${entry.name} ${cli.color.red('FAILED')}: ${entry.error ?? 'unknown error'}`,
           );
         }
@@ -112,7 +121,7 @@ async function ensureDemoModel(cli: CliContext): Promise<string> {
   const { existsSync } = await import('node:fs');
   if (!existsSync(path.join(dir, 'model.onnx'))) {
     const demo = await buildIrisDemo(dir);
-    cli.out(
+    cli.err(
       `built the Iris demo model in ${dir} (holdout accuracy ${(demo.holdoutAccuracy * 100).toFixed(1)}%)`,
     );
   }

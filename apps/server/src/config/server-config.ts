@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'dot-properties';
 import { KilnError, KilnErrorCode, SERVING_DEFAULTS, type ServingProperties } from '@kiln/core';
@@ -14,8 +15,24 @@ export interface ServerConfig {
   readonly loadModels: readonly string[];
   /** Regular expressions a model URL must match (`allowed_urls`, comma-separated). */
   readonly allowedUrls: readonly string[];
-  /** Bearer token required by the management API; required when it binds beyond loopback. */
+  /** Bearer token of the management API; generated into `keyFile` when not configured. */
   readonly managementToken: string | undefined;
+  /** Turns the management API's token check off (loopback only; TorchServe's same switch). */
+  readonly disableTokenAuthorization: boolean;
+  /** Where a generated management key is written (JSON, mode 0600). */
+  readonly keyFile: string;
+  /** Host names accepted in `Host` (default: loopback names and the bound address). */
+  readonly allowedHosts: readonly string[];
+  /** Cross-origin `Origin`s accepted (default: none). */
+  readonly allowedOrigins: readonly string[];
+  /** Open connections per listener at most. */
+  readonly maxConnections: number;
+  /** ms for a request's headers to arrive. */
+  readonly clientHeaderTimeoutMs: number;
+  /** ms a client may stay silent while sending a body. */
+  readonly clientBodyTimeoutMs: number;
+  /** Most workers any model may ask for (min_worker, max_worker). */
+  readonly maxWorkersLimit: number;
   /** Bytes; larger bodies get 413 without being buffered. */
   readonly maxRequestSize: number;
   /** Whole-request limit, ms (408 when exceeded while reading the body). */
@@ -47,6 +64,14 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   load_models: '',
   allowed_urls: '',
   management_token: '',
+  disable_token_authorization: 'false',
+  key_file: '',
+  allowed_hosts: '',
+  allowed_origins: '',
+  max_connections: '4096',
+  client_header_timeout: '30000',
+  client_body_timeout: '30000',
+  max_workers_limit: String(Math.max(64, 2 * os.availableParallelism())),
   max_request_size: String(64 * 1024 * 1024),
   request_timeout: '120000',
   predict_timeout: '60000',
@@ -130,6 +155,16 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       `overload_status must be 503 or 429, not ${overload}`,
     );
   }
+  const workersLimit = int('max_workers_limit', 1);
+  for (const key of ['min_workers', 'max_workers']) {
+    const value = optionalInt(key);
+    if (value !== undefined && value > workersLimit) {
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `${key}=${value} is more than max_workers_limit (${workersLimit})`,
+      );
+    }
+  }
   const store = raw.model_store!.trim();
   for (const key of ['inference_address', 'management_address', 'metrics_address'])
     parseAddress(raw[key]!, key);
@@ -141,6 +176,16 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     loadModels: list('load_models'),
     allowedUrls: list('allowed_urls'),
     managementToken: raw.management_token!.trim() || undefined,
+    disableTokenAuthorization: raw.disable_token_authorization === 'true',
+    keyFile: raw.key_file!.trim()
+      ? path.resolve(baseDir, raw.key_file!.trim())
+      : path.join(kilnHome(), 'key_file.json'),
+    allowedHosts: list('allowed_hosts'),
+    allowedOrigins: list('allowed_origins'),
+    maxConnections: int('max_connections', 1),
+    clientHeaderTimeoutMs: int('client_header_timeout', 1),
+    clientBodyTimeoutMs: int('client_body_timeout', 1),
+    maxWorkersLimit: workersLimit,
     maxRequestSize: int('max_request_size', 1),
     requestTimeoutMs: int('request_timeout', 1),
     predictTimeoutMs: int('predict_timeout', 1),
@@ -159,6 +204,11 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       maxWorkers: optionalInt('max_workers'),
     },
   };
+}
+
+/** Kiln's per-user folder (demo model, generated keys): `$KILN_HOME` or `~/.cache/kiln`. */
+export function kilnHome(): string {
+  return process.env.KILN_HOME ?? path.join(os.homedir(), '.cache', 'kiln');
 }
 
 export interface ListenAddress {

@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { redactPaths } from '../security/redact-paths.js';
 import { type ErrorMappingOptions, toHttpError } from './error-status.js';
 
 /** Which error body an API speaks: DJL's `{code, type, message}` or v2's `{error}`. */
@@ -7,13 +8,14 @@ export type ErrorStyle = 'djl' | 'v2';
 
 /**
  * Catches everything a route throws and answers with a JSON error of the route's style.
- * Messages of KilnErrors are shown; anything else is logged and answered as a bare 500.
+ * Messages of KilnErrors are shown without server paths; anything else is logged and answered
+ * as a bare 500. Answers Koa or the router leave without a body (405, 501) get one too.
  */
 export function errorMiddleware(options: ErrorMappingOptions, log: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
+      if (ctx.status === 404 && ctx.body == null) {
         respond(
           ctx,
           404,
@@ -21,17 +23,29 @@ export function errorMiddleware(options: ErrorMappingOptions, log: Logger): Midd
           'NotFound',
           ctx.state.errorStyle,
         );
+      } else if (ctx.status >= 400 && ctx.body == null) {
+        const [type, message] = BODYLESS[ctx.status] ?? ['Error', `request failed (${ctx.status})`];
+        respond(ctx, ctx.status, message, type, ctx.state.errorStyle);
       }
     } catch (error) {
       const mapped = toHttpError(error, options);
       if (mapped.status >= 500 && mapped.code === 'INTERNAL')
         log.error({ err: error, path: ctx.path }, 'request failed');
       if (mapped.retryAfterS !== undefined) ctx.set('Retry-After', String(mapped.retryAfterS));
-      respond(ctx, mapped.status, mapped.message, mapped.type, ctx.state.errorStyle);
+      // A body left unread (too large, too slow) is not worth reading: close after answering.
+      if (!ctx.req.complete && (ctx.req.readableDidRead || mapped.status === 413))
+        ctx.set('Connection', 'close');
+      respond(ctx, mapped.status, redactPaths(mapped.message), mapped.type, ctx.state.errorStyle);
       ctx.state.errorCode = mapped.code;
     }
   };
 }
+
+/** What the router answers without a body. */
+const BODYLESS: Record<number, [string, string]> = {
+  405: ['MethodNotAllowed', 'method not allowed on this route'],
+  501: ['NotImplemented', 'method not implemented'],
+};
 
 function respond(
   ctx: Parameters<Middleware>[0],

@@ -1,35 +1,103 @@
 import type { IncomingMessage } from 'node:http';
-import getRawBody from 'raw-body';
 import busboy from 'busboy';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 
 export interface BodyLimits {
   /** Bytes. A declared or streamed body past it is refused with PAYLOAD_TOO_LARGE. */
   maxBytes: number;
-  /** ms to receive the whole body. */
+  /** ms to receive the whole body (408 past it). */
   timeoutMs: number;
+  /** ms the client may stay silent between two reads (nginx's client_body_timeout; 408 past it). */
+  idleTimeoutMs: number;
 }
 
 /**
- * Reads a request body into memory, refusing it before buffering when Content-Length is too
- * large and stopping at the limit when the length is not declared.
+ * Watches one body as it arrives: its size against the limit, the whole time and the
+ * silence between reads. `fail` is called at most once, with the error to answer.
  */
-export async function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limits.maxBytes) {
-    throw tooLarge(limits.maxBytes);
-  }
-  const timer = setTimeout(
-    () => req.destroy(new KilnError(KilnErrorCode.Timeout, 'request body took too long to arrive')),
-    limits.timeoutMs,
+function watchBody(
+  req: IncomingMessage,
+  limits: BodyLimits,
+  fail: (error: KilnError) => void,
+): { count(bytes: number): boolean; stop(): void } {
+  let received = 0;
+  const slow = (what: string) => () =>
+    fail(new KilnError(KilnErrorCode.RequestTimeout, `request body ${what}`));
+  const whole = setTimeout(slow('took too long to arrive'), limits.timeoutMs);
+  const idle = setTimeout(
+    slow(`stalled for more than ${limits.idleTimeoutMs} ms`),
+    limits.idleTimeoutMs,
   );
-  try {
-    return await getRawBody(req, { limit: limits.maxBytes, length: declared });
-  } catch (error) {
-    throw bodyError(error, limits.maxBytes);
-  } finally {
-    clearTimeout(timer);
-  }
+  const onClose = () => {
+    if (!req.complete) fail(new KilnError(KilnErrorCode.Cancelled, 'client closed the request'));
+  };
+  const onError = (error: unknown) => fail(bodyError(error));
+  req.on('close', onClose);
+  req.on('error', onError);
+  return {
+    count(bytes) {
+      idle.refresh();
+      received += bytes;
+      if (received <= limits.maxBytes) return true;
+      fail(tooLarge(limits.maxBytes));
+      return false;
+    },
+    stop() {
+      clearTimeout(whole);
+      clearTimeout(idle);
+      req.off('close', onClose);
+      // Late errors of a request already answered must still have a listener.
+      req.off('error', onError);
+      req.on('error', ignore);
+    },
+  };
+}
+
+function ignore(): void {}
+
+/**
+ * Reads a request body into memory, refusing it before buffering when Content-Length is too
+ * large, stopping at the limit when the length is not declared, and answering 408 to a
+ * client that sends too slowly. A refused body is left unread: the error answer closes the
+ * connection.
+ */
+export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+  const declared = declaredLength(req, limits.maxBytes);
+  return new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let settled = false;
+    const settle = (error: KilnError | undefined) => {
+      if (settled) return;
+      settled = true;
+      watch.stop();
+      req.off('data', onData);
+      req.off('end', onEnd);
+      if (error) {
+        req.pause();
+        reject(error);
+        return;
+      }
+      resolve(Buffer.concat(chunks, total));
+    };
+    const watch = watchBody(req, limits, settle);
+    const onData = (chunk: Buffer) => {
+      if (!watch.count(chunk.length)) return;
+      chunks.push(chunk);
+      total += chunk.length;
+    };
+    const onEnd = () =>
+      settle(
+        declared !== undefined && total !== declared
+          ? new KilnError(
+              KilnErrorCode.InvalidInput,
+              'request body is shorter or longer than its Content-Length',
+            )
+          : undefined,
+      );
+    req.on('data', onData);
+    req.on('end', onEnd);
+  });
 }
 
 export interface BodyPart {
@@ -39,10 +107,9 @@ export interface BodyPart {
   readonly data: Buffer;
 }
 
-/** Reads a multipart/form-data body into its parts, with the same total limit. */
+/** Reads a multipart/form-data body into its parts, with the same limits. */
 export async function readMultipart(req: IncomingMessage, limits: BodyLimits): Promise<BodyPart[]> {
-  const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limits.maxBytes) throw tooLarge(limits.maxBytes);
+  declaredLength(req, limits.maxBytes);
   let parser: busboy.Busboy;
   try {
     parser = busboy({
@@ -55,30 +122,30 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
         fieldSize: limits.maxBytes,
       },
     });
-  } catch (error) {
-    throw KilnError.wrap(error, KilnErrorCode.InvalidInput, 'malformed multipart request');
+  } catch {
+    throw new KilnError(KilnErrorCode.InvalidInput, 'malformed multipart request');
   }
   return new Promise<BodyPart[]>((resolve, reject) => {
     const parts: BodyPart[] = [];
-    let total = 0;
-    let failed = false;
-    const fail = (error: KilnError) => {
-      if (failed) return;
-      failed = true;
+    let settled = false;
+    const settle = (error: KilnError | undefined) => {
+      if (settled) return;
+      settled = true;
+      watch.stop();
       req.unpipe(parser);
-      req.resume();
-      reject(error);
+      // Whatever the parser still emits after the answer must not reach an unhandled 'error'.
+      parser.on('error', ignore);
+      if (error) {
+        req.pause();
+        reject(error);
+      } else {
+        resolve(parts);
+      }
     };
-    const timer = setTimeout(
-      () => fail(new KilnError(KilnErrorCode.Timeout, 'request body took too long to arrive')),
-      limits.timeoutMs,
-    );
-    const count = (n: number) => {
-      total += n;
-      if (total > limits.maxBytes) fail(tooLarge(limits.maxBytes));
-    };
+    const watch = watchBody(req, limits, settle);
+    const malformed = () => settle(new KilnError(KilnErrorCode.InvalidInput, 'malformed multipart request'));
     parser.on('field', (name, value, info) => {
-      count(Buffer.byteLength(value));
+      if (!watch.count(Buffer.byteLength(value))) return;
       parts.push({
         name,
         contentType: info.mimeType === 'text/plain' ? undefined : info.mimeType,
@@ -88,11 +155,12 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
     });
     parser.on('file', (name, stream, info) => {
       const chunks: Buffer[] = [];
+      // A part cut off before its closing boundary errors its stream: answer 400, never crash.
+      stream.on('error', malformed);
       stream.on('data', (chunk: Buffer) => {
-        count(chunk.length);
-        if (!failed) chunks.push(chunk);
+        if (watch.count(chunk.length)) chunks.push(chunk);
       });
-      stream.on('limit', () => fail(tooLarge(limits.maxBytes)));
+      stream.on('limit', () => settle(tooLarge(limits.maxBytes)));
       stream.on('end', () =>
         parts.push({
           name,
@@ -103,24 +171,27 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
       );
     });
     parser.on('partsLimit', () =>
-      fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart parts')),
+      settle(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart parts')),
     );
     parser.on('filesLimit', () =>
-      fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart files')),
+      settle(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart files')),
     );
     parser.on('fieldsLimit', () =>
-      fail(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart fields')),
+      settle(new KilnError(KilnErrorCode.InvalidInput, 'too many multipart fields')),
     );
-    parser.on('error', (error: unknown) =>
-      fail(KilnError.wrap(error, KilnErrorCode.InvalidInput, 'malformed multipart request')),
-    );
-    parser.on('close', () => {
-      clearTimeout(timer);
-      if (!failed) resolve(parts);
-    });
-    req.on('error', (error) => fail(bodyError(error, limits.maxBytes)));
+    parser.on('error', malformed);
+    parser.on('close', () => settle(undefined));
     req.pipe(parser);
   });
+}
+
+/** The declared Content-Length, refused at once when it is over the limit. */
+function declaredLength(req: IncomingMessage, maxBytes: number): number | undefined {
+  const header = req.headers['content-length'];
+  if (header === undefined) return undefined;
+  const length = Number(header);
+  if (length > maxBytes) throw tooLarge(maxBytes);
+  return length;
 }
 
 function tooLarge(maxBytes: number): KilnError {
@@ -130,16 +201,10 @@ function tooLarge(maxBytes: number): KilnError {
   );
 }
 
-function bodyError(error: unknown, maxBytes: number): KilnError {
+function bodyError(error: unknown): KilnError {
   if (error instanceof KilnError) return error;
-  const type = (error as { type?: string }).type;
-  if (type === 'entity.too.large') return tooLarge(maxBytes);
-  if (type === 'request.size.invalid')
-    return new KilnError(
-      KilnErrorCode.InvalidInput,
-      'request body is shorter or longer than its Content-Length',
-    );
-  if (type === 'request.aborted')
+  const code = (error as { code?: string }).code;
+  if (code === 'ECONNRESET' || code === 'ERR_STREAM_PREMATURE_CLOSE')
     return new KilnError(KilnErrorCode.Cancelled, 'client closed the request');
-  return KilnError.wrap(error, KilnErrorCode.InvalidInput, 'cannot read request body');
+  return new KilnError(KilnErrorCode.InvalidInput, 'cannot read request body');
 }

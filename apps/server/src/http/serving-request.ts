@@ -28,6 +28,7 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
       return {
         body: part!.data,
         headers,
+        maxDecodedBytes: limits.maxBytes,
         ...(part!.contentType ? { contentType: part!.contentType } : {}),
       };
     }
@@ -44,7 +45,12 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
   const body = await readBody(ctx.req, limits);
   if (body.byteLength === 0)
     throw new KilnError(KilnErrorCode.InvalidInput, 'request body is empty');
-  return { body, headers, ...(contentType ? { contentType } : {}) };
+  return {
+    body,
+    headers,
+    maxDecodedBytes: limits.maxBytes,
+    ...(contentType ? { contentType } : {}),
+  };
 }
 
 /** Writes a translator output: JSON as JSON; tensors in the format `Accept` asks for. */

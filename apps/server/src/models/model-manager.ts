@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import {
   KilnError,
   KilnErrorCode,
@@ -5,6 +6,7 @@ import {
   type ServingOutput,
   inspectModelSource,
   loadModel,
+  misspelledServingKeys,
   parseModelUrl,
   resolveTranslator,
   withRawTensorPath,
@@ -16,7 +18,9 @@ import {
   createWorkerPool,
   workerPoolSettingsFromProperties,
 } from '@kiln/worker-pool';
+import type { Logger } from 'pino';
 import type { ServerConfig } from '../config/server-config.js';
+import { checkModelFilesInside } from '../security/model-files.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import type { EngineCatalog } from './engine-catalog.js';
 import { type ModelEntry, describeEntry, type ModelDescription } from './model-entry.js';
@@ -33,6 +37,8 @@ export interface RegisterRequest {
   readonly minWorkers?: number;
   readonly maxWorkers?: number;
   readonly jobQueueSize?: number;
+  /** Folder every file of the model must resolve into (default: the model's own location). */
+  readonly root?: string;
 }
 
 /**
@@ -48,7 +54,13 @@ export class ModelManager {
     private readonly config: ServerConfig,
     private readonly engines: EngineCatalog,
     private readonly metrics: ServerMetrics,
+    private readonly log?: Logger,
   ) {}
+
+  /** Whether a model of this name is registered (for bounded metric labels). */
+  has(name: string): boolean {
+    return this.models.has(name);
+  }
 
   /**
    * Registers a model and starts loading it; resolves once it is registered (PENDING), or
@@ -59,6 +71,9 @@ export class ModelManager {
     options: { synchronous?: boolean } = {},
   ): Promise<ModelEntry> {
     const parsed = parseModelUrl(request.url);
+    const location = localPath(parsed.url);
+    if (location !== undefined) checkModelFilesInside(location, request.root ?? location);
+    this.checkWorkerLimits({ minWorkers: request.minWorkers, maxWorkers: request.maxWorkers });
     const inspection = await inspectModelSource(request.url, {
       registry: this.engines.registry,
       overrides: this.overrides(request),
@@ -97,9 +112,25 @@ export class ModelManager {
     if (!this.defaults.has(name)) this.defaults.set(name, version);
     this.metrics.modelStatus.set({ model: name }, 0);
 
+    for (const { key, suggestion } of misspelledServingKeys(inspection.properties.raw)) {
+      this.log?.warn(
+        { model: name, key, suggestion },
+        `serving.properties of ${name}: unknown key ${key} (did you mean ${suggestion}?)`,
+      );
+    }
+    const fromProperties = workerPoolSettingsFromProperties(inspection.properties);
+    this.checkWorkerLimits({
+      ...fromProperties,
+      ...Object.fromEntries(
+        Object.entries(fromProperties.perDevice ?? {}).flatMap(([type, l]) => [
+          [`${type}.minWorkers`, l?.minWorkers],
+          [`${type}.maxWorkers`, l?.maxWorkers],
+        ]),
+      ),
+    });
     const settings: WorkerPoolSettingsInput = {
       ...this.configDefaults(),
-      ...workerPoolSettingsFromProperties(inspection.properties),
+      ...fromProperties,
       ...this.requestSettings(request),
       predictTimeoutMs: this.config.predictTimeoutMs,
       transferInputs: true,
@@ -190,6 +221,7 @@ export class ModelManager {
         `model ${name} is ${entry.state.toLowerCase()}; scale it once it is loaded`,
       );
     }
+    this.checkWorkerLimits(limits);
     for (const group of entry.pool.describe().workerGroups) {
       const min = limits.minWorkers ?? group.minWorkers;
       const max = limits.maxWorkers ?? group.maxWorkers;
@@ -286,6 +318,19 @@ export class ModelManager {
     return createWorkerPool({ name: entry.name, model: { shared: model, translator }, settings });
   }
 
+  /** Refuses worker counts over the server-wide max_workers_limit. */
+  private checkWorkerLimits(settings: object): void {
+    const limit = this.config.maxWorkersLimit;
+    for (const [key, value] of Object.entries(settings)) {
+      if (/workers$/i.test(key) && typeof value === 'number' && value > limit) {
+        throw new KilnError(
+          KilnErrorCode.InvalidInput,
+          `${key}=${value} is more than this server's max_workers_limit (${limit})`,
+        );
+      }
+    }
+  }
+
   private overrides(request: RegisterRequest): Record<string, string> {
     const overrides: Record<string, string> = {};
     if (request.engine) overrides.engine = request.engine;
@@ -321,4 +366,16 @@ export class ModelManager {
     if (request.jobQueueSize !== undefined) settings.jobQueueSize = request.jobQueueSize;
     return settings;
   }
+}
+
+/** The file system path of a local model URL (plain path or file://), else undefined. */
+function localPath(url: string): string | undefined {
+  if (url.startsWith('file://')) {
+    try {
+      return fileURLToPath(url);
+    } catch {
+      return undefined;
+    }
+  }
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) ? undefined : url;
 }

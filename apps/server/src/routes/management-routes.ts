@@ -1,6 +1,8 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { KilnError, KilnErrorCode, formatModelUrl, parseModelUrl } from '@kiln/core';
+import type { ModelDescription } from '../models/model-entry.js';
+import { publicModelUrl, redactPaths } from '../security/redact-paths.js';
 import { checkModelLocation } from '../security/url-allowlist.js';
 import type { ServerContext } from './server-context.js';
 
@@ -19,7 +21,8 @@ export function managementRoutes(server: ServerContext): Router {
     const entry = await server.models.register(
       {
         // The checked location, so that relative store paths and links resolve as they were checked.
-        url: formatModelUrl({ ...parsed, url: location }),
+        url: formatModelUrl({ ...parsed, url: location.path }),
+        root: location.root,
         ...optional('name', text(ctx, 'model_name')),
         ...optional('version', text(ctx, 'model_version')),
         ...optional('engine', text(ctx, 'engine')),
@@ -39,22 +42,31 @@ export function managementRoutes(server: ServerContext): Router {
     };
   });
 
+  const shown = (d: ModelDescription): ModelDescription => ({
+    ...d,
+    modelUrl: publicModelUrl(d.modelUrl, server.config.modelStore),
+    error: d.error === undefined ? undefined : redactPaths(d.error),
+  });
+
   router.get('/models', (ctx) => {
     const limit = int(ctx, 'limit', 1) ?? 100;
     const start = int(ctx, 'next_page_token', 0) ?? 0;
     const names = [...new Set(server.models.list().map((e) => e.name))].sort();
     const page = names.slice(start, start + limit);
     ctx.body = {
-      models: page.map((name) => ({ modelName: name, modelUrl: server.models.get(name).url })),
+      models: page.map((name) => ({
+        modelName: name,
+        modelUrl: publicModelUrl(server.models.get(name).url, server.config.modelStore),
+      })),
       ...(start + limit < names.length ? { nextPageToken: String(start + limit) } : {}),
     };
   });
 
   router.get('/models/:model', (ctx) => {
-    ctx.body = server.models.describe(ctx.params.model!, text(ctx, 'version'));
+    ctx.body = server.models.describe(ctx.params.model!, text(ctx, 'version')).map(shown);
   });
   router.get('/models/:model/:version', (ctx) => {
-    ctx.body = server.models.describe(ctx.params.model!, ctx.params.version!);
+    ctx.body = server.models.describe(ctx.params.model!, ctx.params.version!).map(shown);
   });
 
   const scale = async (ctx: Context) => {

@@ -16,5 +16,9 @@ export interface ServerContext {
 }
 
 export function bodyLimits(server: ServerContext): BodyLimits {
-  return { maxBytes: server.config.maxRequestSize, timeoutMs: server.config.requestTimeoutMs };
+  return {
+    maxBytes: server.config.maxRequestSize,
+    timeoutMs: server.config.requestTimeoutMs,
+    idleTimeoutMs: server.config.clientBodyTimeoutMs,
+  };
 }

@@ -2,17 +2,23 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 
-/** Requires `Authorization: Bearer <token>`; compares in constant time. */
+/**
+ * Whether an `Authorization` header carries `Bearer <token>`; compares in constant time.
+ * Kept free of HTTP framework types so that every listener (HTTP, gRPC) can use it.
+ */
+export function bearerMatches(authorization: string | undefined, token: string): boolean {
+  const given = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim();
+  return given !== undefined && timingSafeEqual(digest(given), digest(token));
+}
+
+/** Requires `Authorization: Bearer <token>`. */
 export function requireToken(token: string): Middleware {
-  const expected = digest(token);
   return async (ctx, next) => {
-    const header = ctx.get('authorization');
-    const given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
-    if (!given || !timingSafeEqual(digest(given), expected)) {
+    if (!bearerMatches(ctx.get('authorization') || undefined, token)) {
       ctx.set('WWW-Authenticate', 'Bearer');
       throw new KilnError(
         KilnErrorCode.Unauthorized,
-        'management API requires a valid bearer token',
+        'management API requires a valid bearer token (see the key file printed at start)',
       );
     }
     await next();

@@ -17,9 +17,8 @@ const policy = { modelStore: store, allowedUrls: [] };
 describe('checkModelLocation', () => {
   it('admits paths inside the model store, relative, absolute and file://', () => {
     const model = path.join(store, 'model');
-    expect(checkModelLocation('model', policy)).toBe(model);
-    expect(checkModelLocation(model, policy)).toBe(model);
-    expect(checkModelLocation(`file://${model}`, policy)).toBe(model);
+    for (const location of ['model', model, `file://${model}`])
+      expect(checkModelLocation(location, policy)).toEqual({ path: model, root: store });
   });
 
   it.each(['https://example.com/m.zip', 'http://127.0.0.1/m', 's3://bucket/m', 'ftp://x/y'])(
@@ -41,10 +40,17 @@ describe('checkModelLocation', () => {
 
   it('admits what allowed_urls matches, as whole-string patterns', () => {
     const allowed = { modelStore: store, allowedUrls: [`file://${root}/elsewhere`] };
-    expect(checkModelLocation(elsewhere, allowed)).toBe(elsewhere);
+    expect(checkModelLocation(elsewhere, allowed)).toEqual({ path: elsewhere, root: elsewhere });
     expect(() =>
       checkModelLocation(elsewhere, { modelStore: store, allowedUrls: ['file:///else'] }),
     ).toThrow();
+  });
+
+  it('decides containment before looking at the file system (no existence probing)', () => {
+    for (const location of ['/etc/passwd', '/no/such/file', '../missing-outside'])
+      expect(() => checkModelLocation(location, policy)).toThrow(
+        expect.objectContaining({ code: 'URL_NOT_ALLOWED' }),
+      );
   });
 
   it('needs a store or an allowlist, and an existing path', () => {

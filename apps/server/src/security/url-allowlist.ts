@@ -10,12 +10,19 @@ export interface UrlPolicy {
   readonly allowedUrls: readonly string[];
 }
 
+/** A checked model location and the folder every file it loads must resolve into. */
+export interface CheckedLocation {
+  readonly path: string;
+  readonly root: string;
+}
+
 /**
  * Checks a model location given over the management API (ShellTorch, CVE-2023-43654): no
  * remote URLs, and a local path must resolve — symlinks included — inside the model store or
- * match an allowed_urls pattern. Returns the checked absolute path.
+ * match an allowed_urls pattern. Containment is decided on the path as written before the file
+ * system is touched, so that the answer says nothing about what exists outside.
  */
-export function checkModelLocation(location: string, policy: UrlPolicy): string {
+export function checkModelLocation(location: string, policy: UrlPolicy): CheckedLocation {
   const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(location)?.[1]?.toLowerCase();
   if (scheme !== undefined && scheme !== 'file') {
     throw new KilnError(
@@ -27,40 +34,43 @@ export function checkModelLocation(location: string, policy: UrlPolicy): string 
   try {
     filePath = scheme === 'file' ? fileURLToPath(location) : location;
   } catch {
-    throw new KilnError(
-      KilnErrorCode.UrlNotAllowed,
-      `malformed file URL ${JSON.stringify(location)}`,
-    );
+    throw new KilnError(KilnErrorCode.UrlNotAllowed, 'malformed file URL');
   }
   if (filePath.includes('\0'))
     throw new KilnError(KilnErrorCode.UrlNotAllowed, 'model path contains a NUL byte');
   const base = policy.modelStore;
-  const absolute = path.isAbsolute(filePath)
-    ? path.resolve(filePath)
-    : base
-      ? path.resolve(base, filePath)
-      : undefined;
-  if (absolute === undefined) {
+  if (!path.isAbsolute(filePath) && !base) {
     throw new KilnError(KilnErrorCode.UrlNotAllowed, 'relative model paths need a model_store');
   }
+  const absolute = path.resolve(base ?? '/', filePath);
+  const inStore = base !== undefined && isInside(absolute, base);
+  const allowed = (candidate: string) =>
+    policy.allowedUrls.some((pattern) => matchesWhole(pattern, `file://${candidate}`));
+  if (!inStore && !allowed(absolute)) throw outside(base);
+
   let real: string;
   try {
     real = fs.realpathSync(absolute);
   } catch {
     throw new KilnError(KilnErrorCode.ModelNotFound, `model not found: ${filePath}`);
   }
-  if (base !== undefined && isInside(real, fs.realpathSync(base))) return real;
-  const href = `file://${real}`;
-  if (policy.allowedUrls.some((pattern) => matchesWhole(pattern, href))) return real;
-  throw new KilnError(
+  // Links are followed only where they stay inside what was allowed.
+  if (base !== undefined && isInside(real, fs.realpathSync(base)))
+    return { path: real, root: fs.realpathSync(base) };
+  if (allowed(real)) return { path: real, root: real };
+  throw outside(base);
+}
+
+function outside(base: string | undefined): KilnError {
+  return new KilnError(
     KilnErrorCode.UrlNotAllowed,
     base === undefined
       ? 'registering models needs a model_store (or allowed_urls) on this server'
-      : `model location is outside the model store and not in allowed_urls`,
+      : 'model location is outside the model store and not in allowed_urls',
   );
 }
 
-function isInside(child: string, parent: string): boolean {
+export function isInside(child: string, parent: string): boolean {
   const relative = path.relative(parent, child);
   return relative === '' || (!relative.startsWith('..') && !path.isAbsolute(relative));
 }

@@ -143,3 +143,56 @@ function int(
   }
   return value;
 }
+
+/** Every serving.properties key Kiln itself reads (translator arguments aside). */
+export const SERVING_PROPERTY_KEYS: readonly string[] = [
+  'engine',
+  'translatorFactory',
+  'translator',
+  'application',
+  'load_on_devices',
+  'job_queue_size',
+  'batch_size',
+  'max_batch_delay',
+  'max_idle_time',
+  'minWorkers',
+  'maxWorkers',
+  'cpu.minWorkers',
+  'cpu.maxWorkers',
+  'gpu.minWorkers',
+  'gpu.maxWorkers',
+];
+
+/**
+ * Keys that are not Kiln's but look like a misspelling of one (`max_workers` for
+ * `maxWorkers`), each with the key it probably means: such a key is silently passed to the
+ * translator instead of doing what its author wanted, so the server warns about it.
+ */
+export function misspelledServingKeys(
+  raw: Readonly<Record<string, string>>,
+): { key: string; suggestion: string }[] {
+  const squash = (key: string) => key.toLowerCase().replace(/[^a-z0-9]/g, '');
+  const found: { key: string; suggestion: string }[] = [];
+  for (const key of Object.keys(raw)) {
+    if (SERVING_PROPERTY_KEYS.includes(key) || key.startsWith('option.')) continue;
+    const suggestion = SERVING_PROPERTY_KEYS.find(
+      (known) => squash(known) === squash(key) || editDistance(known, key) <= 2,
+    );
+    if (suggestion !== undefined) found.push({ key, suggestion });
+  }
+  return found;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diagonal = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const above = row[j]!;
+      row[j] = Math.min(above + 1, row[j - 1]! + 1, diagonal + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diagonal = above;
+    }
+  }
+  return row[b.length]!;
+}

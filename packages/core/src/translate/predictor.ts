@@ -108,7 +108,7 @@ export class Predictor<I, O> {
         try {
           prepared.push({ index, list: await this.translator.processInput(ctx, input) });
         } catch (error) {
-          results[index] = failure(error, KilnErrorCode.InvalidInput);
+          results[index] = translatorFailure(error, 'process the input');
         }
       }),
     );
@@ -130,7 +130,7 @@ export class Predictor<I, O> {
             value: await this.translator.processOutput(ctx, output, inputs[index]!),
           };
         } catch (error) {
-          results[index] = failure(error, KilnErrorCode.Internal);
+          results[index] = translatorFailure(error, 'process the output');
         }
       }),
     );
@@ -202,6 +202,22 @@ export class Predictor<I, O> {
 
 function failure(error: unknown, code: KilnErrorCode): { ok: false; error: KilnError } {
   return { ok: false, error: KilnError.wrap(error, code) };
+}
+
+/**
+ * Only the KilnErrors a translator raises on purpose reach the client as they are (a bad
+ * input is its to judge); anything else is a bug of the translator: a 500 whose message says
+ * nothing of its internals, with the original message kept in `details` for the log.
+ */
+function translatorFailure(error: unknown, stage: string): { ok: false; error: KilnError } {
+  if (error instanceof KilnError) return { ok: false, error };
+  return {
+    ok: false,
+    error: new KilnError(KilnErrorCode.Internal, `the model's translator failed to ${stage}`, {
+      cause: error,
+      details: { reason: error instanceof Error ? error.message : String(error) },
+    }),
+  };
 }
 
 function abortReason(signal: AbortSignal): KilnError {

@@ -14,6 +14,11 @@ export interface ServingInput {
    * are checked against the model's inputs and its outputs come back as they are.
    */
   readonly rawTensors?: boolean;
+  /**
+   * Most bytes a body may decode to (inflated npz entries, tensors, image pixels), checked
+   * before allocating: a server sets it from its request size limit.
+   */
+  readonly maxDecodedBytes?: number;
 }
 
 /** What a translator gives back to a server: tensors (encoded per `Accept`) or a JSON value. */

@@ -80,9 +80,19 @@ function assertInputFits(model: Model, options: ImageClassificationOptions): voi
 }
 
 function imageOf(input: ServingInput, limits: ImageDecodeLimits): DecodedImage {
-  if (input.body && input.body.length > 0) return decodeImage(input.body, limits);
+  if (input.body && input.body.length > 0)
+    return decodeImage(input.body, boundedBy(limits, input.maxDecodedBytes));
   if (input.tensors) return pixelsOf(input.tensors);
   throw new KilnError(KilnErrorCode.InvalidInput, 'expected a JPEG or PNG image');
+}
+
+/** Image limits no looser than the request's decoded-size bound (4 bytes per RGBA pixel). */
+function boundedBy(limits: ImageDecodeLimits, maxDecodedBytes: number | undefined): ImageDecodeLimits {
+  if (maxDecodedBytes === undefined) return limits;
+  return {
+    maxResolutionInMP: Math.min(limits.maxResolutionInMP, maxDecodedBytes / 4 / 1e6),
+    maxMemoryUsageInMB: Math.min(limits.maxMemoryUsageInMB, (2 * maxDecodedBytes) / 2 ** 20),
+  };
 }
 
 /** An already-decoded image: one uint8 tensor [H,W,C] or [1,H,W,C] with 1, 3 or 4 channels. */

@@ -38,11 +38,17 @@ export class RawTensorTranslator implements Translator<ServingInput, ServingOutp
         'the request carries no tensors (empty body)',
       );
     }
+    const maxBytes = smallestLimit(this.options.maxBytes, input.maxDecodedBytes);
     return decodeTensors(input.body, {
       ...(input.contentType === undefined ? {} : { contentType: input.contentType }),
-      ...(this.options.maxBytes === undefined ? {} : { maxBytes: this.options.maxBytes }),
+      ...(maxBytes === undefined ? {} : { maxBytes }),
     });
   }
+}
+
+function smallestLimit(...limits: (number | undefined)[]): number | undefined {
+  const set = limits.filter((l): l is number => l !== undefined);
+  return set.length === 0 ? undefined : Math.min(...set);
 }
 
 /** Gives unnamed outputs the names the model declares for their positions. */

@@ -32,6 +32,7 @@ export interface ServingInputMessage {
   readonly headers: Readonly<Record<string, string>> | undefined;
   readonly tensors: NDListMessage | undefined;
   readonly rawTensors: boolean | undefined;
+  readonly maxDecodedBytes: number | undefined;
 }
 
 export type ServingOutputMessage =
@@ -120,6 +121,7 @@ export function servingInputToMessage(
     headers: input.headers,
     tensors: input.tensors === undefined ? undefined : ndListToMessage(input.tensors, transfer),
     rawTensors: input.rawTensors,
+    maxDecodedBytes: input.maxDecodedBytes,
   };
 }
 
@@ -130,6 +132,7 @@ export function servingInputFromMessage(message: ServingInputMessage): ServingIn
   if (message.headers !== undefined) input.headers = message.headers;
   if (message.tensors !== undefined) input.tensors = ndListFromMessage(message.tensors);
   if (message.rawTensors !== undefined) input.rawTensors = message.rawTensors;
+  if (message.maxDecodedBytes !== undefined) input.maxDecodedBytes = message.maxDecodedBytes;
   return input;
 }
 

@@ -1,0 +1,30 @@
+import path from 'node:path';
+
+/**
+ * An absolute file path not preceded by a word character, `:` or `/` (so that URLs and route
+ * paths quoted from the request stay as they are).
+ */
+const ABSOLUTE_PATH = /(?<![\w:/.])\/(?:[^\s'"`,;:()[\]{}<>/]+\/)+([^\s'"`,;:()[\]{}<>/]*)/g;
+
+/** Kiln's own routes, which messages may name. */
+const ROUTE = /^\/(?:predictions|invocations|models|v2|ping|metrics)\//;
+
+/** Replaces every absolute server path in a message by its last segment. */
+export function redactPaths(message: string): string {
+  return message.replace(ABSOLUTE_PATH, (match: string, last: string) =>
+    ROUTE.test(match) ? match : last || '.',
+  );
+}
+
+/** A model URL as shown to clients: relative to the store when inside it, else its last segment. */
+export function publicModelUrl(url: string, modelStore: string | undefined): string {
+  const prefix = /^(?:[^=]*=)?(file:\/\/)?/.exec(url)![0];
+  const location = url.slice(prefix.length);
+  if (!path.isAbsolute(location)) return redactPaths(url);
+  const relative = modelStore ? path.relative(modelStore, location) : '..';
+  const shown =
+    relative && !relative.startsWith('..') && !path.isAbsolute(relative)
+      ? relative
+      : path.basename(location);
+  return `${prefix}${shown}`;
+}
