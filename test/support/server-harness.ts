@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pino } from 'pino';
+import { type Logger, pino } from 'pino';
 import { type KilnServer, loadServerConfig, startKilnServer } from '@kiln/server';
 
 export interface TestServer {
@@ -24,7 +24,7 @@ export interface TestServer {
  * by default: a fresh one, given as management_token so that no key file is written.
  */
 export async function startTestServer(
-  options: { models?: string[]; config?: Record<string, string> } = {},
+  options: { models?: string[]; config?: Record<string, string>; logger?: Logger } = {},
 ): Promise<TestServer> {
   const token = randomBytes(16).toString('hex');
   const config = loadServerConfig({
@@ -41,7 +41,7 @@ export async function startTestServer(
   const server = await startKilnServer({
     config,
     models: options.models ?? [],
-    logger: pino({ level: 'silent' }),
+    logger: options.logger ?? pino({ level: 'silent' }),
   });
   const settled = async () => {
     // Registration itself is asynchronous: wait until every startup model is registered.

@@ -151,7 +151,8 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     { ...urls, engines: engines.modules, missingEngines: Object.keys(engines.missing) },
     'listening',
   );
-  if (managementKey?.keyFile) log.info({ keyFile: managementKey.keyFile }, 'management key written');
+  if (managementKey?.keyFile)
+    log.info({ keyFile: managementKey.keyFile }, 'management key written');
   else if (!managementKey) log.warn('management API token authorization is disabled');
 
   // Registered one after another (loading still runs in the background), so that the first

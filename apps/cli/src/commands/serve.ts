@@ -68,9 +68,13 @@ Examples:
       const key = server.managementKey;
       if (key?.keyFile) {
         cli.err(`  management key ${key.token} (in ${key.keyFile})`);
-        cli.err(`    curl -H "Authorization: Bearer ${key.token}" ${server.urls.management}/models`);
+        cli.err(
+          `    curl -H "Authorization: Bearer ${key.token}" ${server.urls.management}/models`,
+        );
       } else if (!key) {
-        cli.err(`  management key ${cli.color.yellow('disabled')} (disable_token_authorization=true)`);
+        cli.err(
+          `  management key ${cli.color.yellow('disabled')} (disable_token_authorization=true)`,
+        );
       }
       reportModels(cli, server.models);
       const stop = async (signal: string) => {

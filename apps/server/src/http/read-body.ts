@@ -143,7 +143,8 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
       }
     };
     const watch = watchBody(req, limits, settle);
-    const malformed = () => settle(new KilnError(KilnErrorCode.InvalidInput, 'malformed multipart request'));
+    const malformed = () =>
+      settle(new KilnError(KilnErrorCode.InvalidInput, 'malformed multipart request'));
     parser.on('field', (name, value, info) => {
       if (!watch.count(Buffer.byteLength(value))) return;
       parts.push({

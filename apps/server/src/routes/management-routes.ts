@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { KilnError, KilnErrorCode, formatModelUrl, parseModelUrl } from '@kiln/core';
 import type { ModelDescription } from '../models/model-entry.js';
-import { publicModelUrl, redactPaths } from '../security/redact-paths.js';
+import { publicModelUrl, redactPathsDeep } from '../security/redact-paths.js';
 import { checkModelLocation } from '../security/url-allowlist.js';
 import type { ServerContext } from './server-context.js';
 
@@ -42,11 +42,8 @@ export function managementRoutes(server: ServerContext): Router {
     };
   });
 
-  const shown = (d: ModelDescription): ModelDescription => ({
-    ...d,
-    modelUrl: publicModelUrl(d.modelUrl, server.config.modelStore),
-    error: d.error === undefined ? undefined : redactPaths(d.error),
-  });
+  const shown = (d: ModelDescription): ModelDescription =>
+    redactPathsDeep({ ...d, modelUrl: publicModelUrl(d.modelUrl, server.config.modelStore) });
 
   router.get('/models', (ctx) => {
     const limit = int(ctx, 'limit', 1) ?? 100;

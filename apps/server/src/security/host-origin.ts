@@ -53,7 +53,10 @@ export function checkHostAndOrigin(
 ): void {
   const hostName = host === undefined ? undefined : normalizeHost(host);
   if (!policy.hosts.has('*') && (hostName === undefined || !policy.hosts.has(hostName))) {
-    throw new KilnError(KilnErrorCode.Forbidden, 'the Host header names no host this server serves');
+    throw new KilnError(
+      KilnErrorCode.Forbidden,
+      'the Host header names no host this server serves',
+    );
   }
   if (origin === undefined || policy.origins.has(origin.toLowerCase())) return;
   // Same-origin requests (the page was served by this very host) are the only others accepted.

@@ -15,7 +15,10 @@ export interface ManagementKey {
  * `management_token`, or else a fresh random key written to `key_file` (JSON, mode 0600, never
  * through a symlink) for the operator and their tools to read.
  */
-export function resolveManagementKey(configured: string | undefined, keyFile: string): ManagementKey {
+export function resolveManagementKey(
+  configured: string | undefined,
+  keyFile: string,
+): ManagementKey {
   if (configured) return { token: configured, keyFile: undefined };
   const token = randomBytes(24).toString('base64url');
   writeKeyFile(keyFile, token);

@@ -28,3 +28,13 @@ export function publicModelUrl(url: string, modelStore: string | undefined): str
       : path.basename(location);
   return `${prefix}${shown}`;
 }
+
+/** A JSON-like value with every string passed through redactPaths. */
+export function redactPathsDeep<T>(value: T): T {
+  if (typeof value === 'string') return redactPaths(value) as T;
+  if (Array.isArray(value)) return value.map(redactPathsDeep) as T;
+  if (value !== null && typeof value === 'object' && !(value instanceof Date)) {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, redactPathsDeep(v)])) as T;
+  }
+  return value;
+}

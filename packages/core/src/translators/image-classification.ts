@@ -87,7 +87,10 @@ function imageOf(input: ServingInput, limits: ImageDecodeLimits): DecodedImage {
 }
 
 /** Image limits no looser than the request's decoded-size bound (4 bytes per RGBA pixel). */
-function boundedBy(limits: ImageDecodeLimits, maxDecodedBytes: number | undefined): ImageDecodeLimits {
+function boundedBy(
+  limits: ImageDecodeLimits,
+  maxDecodedBytes: number | undefined,
+): ImageDecodeLimits {
   if (maxDecodedBytes === undefined) return limits;
   return {
     maxResolutionInMP: Math.min(limits.maxResolutionInMP, maxDecodedBytes / 4 / 1e6),
