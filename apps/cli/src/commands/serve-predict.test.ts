@@ -32,7 +32,9 @@ function waitFor(
         resolve(match);
       }
     };
-    child.stdout.on('data', look);
+    // The banner and model states are on stderr; stdout carries JSON log lines, drained so
+    // that the server never blocks on a full pipe.
+    child.stdout.on('data', () => undefined);
     child.stderr.on('data', look);
   });
 }

@@ -27,12 +27,16 @@ export function resolveManagementKey(
 
 function writeKeyFile(file: string, token: string): void {
   const body = `${JSON.stringify({ management: { key: token } }, null, 2)}\n`;
+  // Written beside the target, then renamed over it: rename replaces a planted link instead of
+  // following it, and servers starting at the same time never see each other's half-written file.
+  const temporary = path.join(
+    path.dirname(file),
+    `.${path.basename(file)}.${process.pid}.${randomBytes(4).toString('hex')}`,
+  );
   try {
     fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
-    // Replace rather than truncate: an existing file may be a link planted elsewhere.
-    fs.rmSync(file, { force: true });
     const fd = fs.openSync(
-      file,
+      temporary,
       fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW,
       0o600,
     );
@@ -41,7 +45,9 @@ function writeKeyFile(file: string, token: string): void {
     } finally {
       fs.closeSync(fd);
     }
+    fs.renameSync(temporary, file);
   } catch (error) {
+    fs.rmSync(temporary, { force: true });
     throw KilnError.wrap(
       error,
       KilnErrorCode.InvalidConfig,
