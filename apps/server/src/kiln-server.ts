@@ -126,6 +126,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
       maxConnections: config.maxConnections,
       headersTimeoutMs: Math.min(config.clientHeaderTimeoutMs, config.requestTimeoutMs),
       requestTimeoutMs: config.requestTimeoutMs,
+      maxBodyBytes: config.maxRequestSize,
     });
     await new Promise<void>((resolve, reject) => {
       httpServer.once('error', reject);

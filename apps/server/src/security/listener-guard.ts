@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
+import { watchChunkSizes } from './chunk-size-guard.js';
 
 export interface ListenerLimits {
   /** Open connections at most; the next ones get a JSON 503 and are closed. */
@@ -8,12 +9,15 @@ export interface ListenerLimits {
   readonly headersTimeoutMs: number;
   /** ms for a whole request; the body reader answers 408 first, this is the backstop. */
   readonly requestTimeoutMs: number;
+  /** Largest body accepted: a chunk announcing more is refused as soon as its size arrives. */
+  readonly maxBodyBytes: number;
 }
 
 /**
  * Creates an HTTP server that answers in JSON even where Node's own parser or timers would
  * answer with an empty body or silently drop the socket: malformed framing (400), headers
- * too large (431), too slow (408), and connections past the cap (503).
+ * too large (431), too slow (408), chunks announcing more than the body limit (413), and
+ * connections past the cap (503).
  */
 export function createGuardedServer(
   handler: http.RequestListener,
@@ -36,9 +40,27 @@ export function createGuardedServer(
         }),
       );
       socket.destroySoon();
+      return;
     }
+    watchChunkSizes(socket, limits.maxBodyBytes, refuseChunk);
   });
   return server;
+}
+
+function refuseChunk(socket: Socket): void {
+  const response = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (socket.writable && !response?.headersSent) {
+    socket.end(
+      rawJsonResponse(
+        413,
+        'PayloadTooLarge',
+        'a chunk of the request body announces more than max_request_size',
+      ),
+    );
+    socket.destroySoon();
+  } else {
+    socket.destroy();
+  }
 }
 
 /** Answers what Node's HTTP parser refused before any handler saw the request. */
