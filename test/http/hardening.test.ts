@@ -434,4 +434,29 @@ describe('kiln serve', () => {
       fs.rmSync(home, { recursive: true, force: true });
     }
   });
+
+  it('refuses it on an IPv6 loopback bind too', async (context) => {
+    const v6 = await startTestServer({
+      config: { management_address: 'http://[::1]:0', model_store: store.dir },
+    }).catch(() => undefined);
+    if (!v6) {
+      console.log('skipped: no IPv6 loopback on this machine');
+      context.skip();
+      return;
+    }
+    try {
+      const port = new URL(v6.management).port;
+      const refused = await fetch(`http://[::1]:${port}/models?url=iris&model_name=z`, {
+        method: 'POST',
+      });
+      expect(refused.status).toBe(401);
+      const wrongHost = await rawRequest(
+        v6.management,
+        `POST /models?url=iris HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer ${v6.token}\r\n\r\n`,
+      );
+      expect(wrongHost.status).toBe(403);
+    } finally {
+      await v6.stop();
+    }
+  });
 });
