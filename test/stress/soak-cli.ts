@@ -104,6 +104,12 @@ const server = await startServerProcess(dir, [`addmul=${store.addMul}`], {
   enable_access_log: 'false',
 });
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
+/** CPU seconds the server process has used (user + system, from /proc). */
+const cpuSeconds = () => {
+  const fields = fs.readFileSync(`/proc/${server.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+};
+const cpuAtStart = cpuSeconds();
 let sent = 0;
 let lost = 0;
 let wrong = 0;
@@ -111,6 +117,7 @@ const rss: { at: number; bytes: number }[] = [{ at: 0, bytes: server.rss() }];
 const pings: number[] = [];
 const started = Date.now();
 const examples: string[] = [];
+let cpuUsed = Number.NaN;
 try {
   const worker = async () => {
     while (Date.now() < deadline && sent < maxRequests) {
@@ -151,6 +158,7 @@ try {
   await Promise.all([pinger(), ...Array.from({ length: concurrency }, worker)]);
   clearInterval(sampler);
   rss.push({ at: Date.now() - started, bytes: server.rss() });
+  cpuUsed = cpuSeconds() - cpuAtStart;
 } finally {
   agent.destroy();
   await server.stop();
@@ -170,6 +178,7 @@ process.stdout.write(
   [
     `requests ${sent} in ${seconds.toFixed(0)} s (${(sent / seconds).toFixed(0)}/s) at concurrency ${concurrency}`,
     `lost ${lost}  wrong ${wrong}`,
+    `server CPU ${cpuUsed.toFixed(1)} s = ${((cpuUsed / sent) * 1e6).toFixed(0)} µs per request`,
     `RSS start ${mib(rss[0]!.bytes)}  after warm-up ${mib(warm.bytes)}  at half ${mib(half.bytes)}  end ${mib(end.bytes)}  highest climb over the half-time reading in the last half ${mib(climb)}`,
     `/ping under load: p50 ${quantile(0.5).toFixed(1)} ms  p99 ${quantile(0.99).toFixed(1)} ms  (${pings.length} pings)`,
     `load average ${os
