@@ -7,3 +7,4 @@ export * from './batch-stats.js';
 export type { Summary } from './sample-window.js';
 export * from './length-bucketer.js';
 export * from './pad-batchifier.js';
+export * from './rolling/index.js';

@@ -1,0 +1,27 @@
+/**
+ * What the rolling-batch scheduler needs from a model: per-sequence state (its KV cache) and
+ * one step over many sequences at once. Engine adapters implement it; the scheduler never
+ * sees tensors.
+ */
+export interface StepDecoder<S = unknown> {
+  readonly vocabSize: number;
+  /** Longest sequence (prompt + output) the model can hold, e.g. its position embeddings. */
+  readonly maxSequenceLength: number;
+  /** Bytes of cache one token of one sequence takes, for accounting and metrics. */
+  readonly cacheBytesPerToken: number;
+  /** Fresh state for a new sequence: nothing seen yet. */
+  open(): S;
+  /**
+   * Feeds each entry's `tokens` after what its state has seen (a prompt chunk, or the last
+   * generated token), extends its state, and answers the logits of each entry's last fed
+   * position, in entry order. Entries must not repeat a state.
+   */
+  step(entries: readonly StepEntry<S>[]): Promise<readonly Float32Array[]>;
+  /** Frees a sequence's state; it is not used again. */
+  release(state: S): void;
+}
+
+export interface StepEntry<S> {
+  readonly state: S;
+  readonly tokens: readonly number[];
+}
