@@ -25,3 +25,4 @@ export * from './workers/transfer.js';
 export * from './codecs/index.js';
 export * from './translators/index.js';
 export * from './loading/model-file.js';
+export * from './generation/step-decoder.js';

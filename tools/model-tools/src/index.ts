@@ -30,3 +30,11 @@ export {
 export { buildIrisDemo, type IrisDemo, type IrisDemoOptions } from './iris-demo/iris-demo.js';
 export { irisData, type IrisData } from './iris-demo/iris-data.js';
 export { runCli } from './cli-commands.js';
+export {
+  gptDecoderModel,
+  defaultCharVocab,
+  CHAR_VOCAB_FILE,
+  END_OF_TEXT,
+  type GptDecoderModel,
+  type GptDecoderOptions,
+} from './gpt-decoder.js';

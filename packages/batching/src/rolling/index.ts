@@ -1,4 +1,3 @@
-export * from './step-decoder.js';
 export * from './token-sampler.js';
 export * from './rolling-scheduler.js';
 export * from './test-workload.js';

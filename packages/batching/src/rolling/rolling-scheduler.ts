@@ -1,6 +1,5 @@
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { KilnError, KilnErrorCode, type StepDecoder, type StepEntry } from '@kiln/core';
 import { type Clock, systemClock } from '../clock.js';
-import type { StepDecoder, StepEntry } from './step-decoder.js';
 import { type SamplingParams, TokenSampler } from './token-sampler.js';
 
 /** DJL LMI's defaults: `max_rolling_batch_size` 32, `max_rolling_batch_prefill_tokens` 4096. */

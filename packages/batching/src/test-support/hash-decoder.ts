@@ -1,4 +1,4 @@
-import type { StepDecoder, StepEntry } from '../rolling/step-decoder.js';
+import type { StepDecoder, StepEntry } from '@kiln/core';
 
 /** State of one HashDecoder sequence: every token it was fed. */
 export interface HashState {
