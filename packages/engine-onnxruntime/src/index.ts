@@ -29,3 +29,4 @@ export { formatProfile } from './profiling/format-profile.js';
 export { syntheticInputs, type SyntheticInputOptions } from './profiling/synthetic-inputs.js';
 export { loadOrt } from './ort-loader.js';
 export { provider as default } from './ort-provider.js';
+export * from './decoder/index.js';

@@ -1,0 +1,94 @@
+/**
+ * One sequence's keys and values, per layer laid out [heads, capacity, head] so that a
+ * head's positions are contiguous. Grows by doubling; `length` positions are filled.
+ */
+export class KvCache {
+  length = 0;
+  private capacity = 0;
+  private keys: Float32Array[];
+  private values: Float32Array[];
+
+  constructor(
+    readonly layers: number,
+    readonly heads: number,
+    readonly headSize: number,
+  ) {
+    this.keys = Array.from({ length: layers }, () => new Float32Array(0));
+    this.values = Array.from({ length: layers }, () => new Float32Array(0));
+  }
+
+  /** Float32 values held, including spare capacity. */
+  get allocatedFloats(): number {
+    return this.layers * 2 * this.heads * this.capacity * this.headSize;
+  }
+
+  /**
+   * Copies this cache into row `row` of a batch tensor [batch, heads, past, head], right
+   * aligned: a shorter cache leaves its first positions as padding.
+   */
+  gatherInto(
+    layer: number,
+    kind: 'key' | 'value',
+    target: Float32Array,
+    row: number,
+    past: number,
+  ): void {
+    const source = (kind === 'key' ? this.keys : this.values)[layer]!;
+    const { heads, headSize, capacity, length } = this;
+    const offset = past - length;
+    for (let h = 0; h < heads; h++) {
+      const from = h * capacity * headSize;
+      const to = ((row * heads + h) * past + offset) * headSize;
+      target.set(source.subarray(from, from + length * headSize), to);
+    }
+  }
+
+  /**
+   * Appends `count` positions from row `row` of a present tensor [batch, heads, total,
+   * head], starting at position `start`.
+   */
+  appendFrom(
+    layer: number,
+    kind: 'key' | 'value',
+    present: Float32Array,
+    row: number,
+    total: number,
+    start: number,
+    count: number,
+  ): void {
+    const { heads, headSize, capacity, length } = this;
+    const target = (kind === 'key' ? this.keys : this.values)[layer]!;
+    for (let h = 0; h < heads; h++) {
+      const from = ((row * heads + h) * total + start) * headSize;
+      target.set(
+        present.subarray(from, from + count * headSize),
+        (h * capacity + length) * headSize,
+      );
+    }
+  }
+
+  /** Marks `count` appended positions (on every layer) as filled. */
+  commit(count: number): void {
+    this.length += count;
+  }
+
+  /** Makes room for `extra` more positions; call before appending. */
+  reserve(extra: number): void {
+    const needed = this.length + extra;
+    if (needed <= this.capacity) return;
+    const capacity = Math.max(needed, this.capacity * 2, 16);
+    const { heads, headSize, length } = this;
+    const grow = (old: Float32Array) => {
+      const next = new Float32Array(heads * capacity * headSize);
+      for (let h = 0; h < heads; h++)
+        next.set(
+          old.subarray(h * this.capacity * headSize, (h * this.capacity + length) * headSize),
+          h * capacity * headSize,
+        );
+      return next;
+    };
+    this.keys = this.keys.map(grow);
+    this.values = this.values.map(grow);
+    this.capacity = capacity;
+  }
+}

@@ -1,0 +1,102 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KilnError } from '@kiln/core';
+import { gptDecoderModel, tinyModel } from '@kiln/model-tools';
+import { checkEngine } from '@kiln/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { probeOrt } from '../ort-probe.js';
+import type { KvCache } from './kv-cache.js';
+import { OrtStepDecoder } from './ort-step-decoder.js';
+
+const { run } = await checkEngine('OnnxRuntime', probeOrt);
+
+let root: string;
+let decoder: OrtStepDecoder;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'kiln-ort-decoder-'));
+  if (!run) return;
+  const model = await gptDecoderModel(join(root, 'gpt'), {
+    layers: 2,
+    hidden: 32,
+    heads: 4,
+    maxLen: 128,
+  });
+  decoder = await OrtStepDecoder.load(model.dir, { session: { intraOpNumThreads: 1 } });
+});
+afterAll(async () => {
+  await decoder?.close();
+  await rm(root, { recursive: true, force: true });
+});
+
+const tokens = (n: number, seed: number) =>
+  Array.from({ length: n }, (_, i) => (i * 7 + seed) % 97);
+
+/** Feeds `chunks` one step at a time to a fresh sequence; answers each step's logits. */
+async function feedAlone(chunks: readonly number[][]): Promise<Float32Array[]> {
+  const state = decoder.open();
+  const out: Float32Array[] = [];
+  for (const chunk of chunks) out.push((await decoder.step([{ state, tokens: chunk }]))[0]!);
+  decoder.release(state);
+  return out;
+}
+
+function maxDiff(a: Float32Array, b: Float32Array): number {
+  return a.reduce((m, v, i) => Math.max(m, Math.abs(v - b[i]!)), 0);
+}
+
+describe.skipIf(!run)('OrtStepDecoder', () => {
+  it('reads the decoder signature and the limits from config.json', () => {
+    expect(decoder.signature).toEqual({ layers: 2, heads: 4, headSize: 8, vocabSize: 97 });
+    expect(decoder.maxSequenceLength).toBe(128);
+    expect(decoder.eosTokenId).toBe(0);
+    expect(decoder.cacheBytesPerToken).toBe(2 * 2 * 4 * 8 * 4);
+  });
+
+  it('continues from its cache as if it had seen the whole sequence at once', async () => {
+    const prompt = tokens(20, 3);
+    const [whole] = await feedAlone([prompt]);
+    const pieces = await feedAlone([prompt.slice(0, 9), prompt.slice(9, 19), prompt.slice(19)]);
+    expect(maxDiff(whole!, pieces[2]!)).toBeLessThan(1e-4);
+  });
+
+  it('gives each sequence of a padded, mixed batch the logits it gets alone', async () => {
+    const prompts = [tokens(1, 1), tokens(13, 2), tokens(40, 5)];
+    const alone = await Promise.all([0, 1, 2].map(async (i) => feedAlone([prompts[i]!, [4], [9]])));
+    const states: KvCache[] = prompts.map(() => decoder.open());
+    // Step 1: all prefill, unequal lengths. Step 2: decodes beside a fresh prefill.
+    const first = await decoder.step(prompts.map((p, i) => ({ state: states[i]!, tokens: p })));
+    const late = decoder.open();
+    const second = await decoder.step([
+      ...states.map((state) => ({ state, tokens: [4] })),
+      { state: late, tokens: prompts[2]! },
+    ]);
+    const third = await decoder.step(states.map((state) => ({ state, tokens: [9] })));
+    for (let i = 0; i < 3; i++) {
+      expect(maxDiff(first[i]!, alone[i]![0]!)).toBeLessThan(1e-4);
+      expect(maxDiff(second[i]!, alone[i]![1]!)).toBeLessThan(1e-4);
+      expect(maxDiff(third[i]!, alone[i]![2]!)).toBeLessThan(1e-4);
+    }
+    expect(maxDiff(second[3]!, alone[2]![0]!)).toBeLessThan(1e-4);
+    expect(states.map((s) => s.length)).toEqual([3, 15, 42]);
+    expect(decoder.cacheBytesAllocated).toBeGreaterThan(0);
+    for (const state of [...states, late]) decoder.release(state);
+    expect(decoder.cacheBytesAllocated).toBe(0);
+  });
+
+  it('refuses a step past the model positions without touching the cache', async () => {
+    const state = decoder.open();
+    await expect(decoder.step([{ state, tokens: tokens(129, 1) }])).rejects.toThrow(
+      /128 positions/,
+    );
+    expect(state.length).toBe(0);
+    decoder.release(state);
+  });
+
+  it('rejects a model that is not a KV-cache decoder, naming what is missing', async () => {
+    const dir = await tinyModel(join(root, 'tiny'));
+    const error = await OrtStepDecoder.load(dir, { maxSequenceLength: 8 }).catch((e: unknown) => e);
+    expect(KilnError.is(error, 'UNSUPPORTED_FORMAT')).toBe(true);
+    expect((error as Error).message).toMatch(/input_ids, attention_mask, position_ids are missing/);
+  });
+});
