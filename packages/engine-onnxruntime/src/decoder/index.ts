@@ -1,3 +1,7 @@
-export { OrtStepDecoder, type OrtStepDecoderOptions } from './ort-step-decoder.js';
+export {
+  OrtStepDecoder,
+  type OrtStepDecoderOptions,
+  type DecoderSequence,
+} from './ort-step-decoder.js';
 export { readDecoderSignature, type DecoderSignature } from './decoder-signature.js';
-export { KvCache } from './kv-cache.js';
+export { KvBatchRunner, type KvStepEntry, type RunSession } from './kv-batch-runner.js';

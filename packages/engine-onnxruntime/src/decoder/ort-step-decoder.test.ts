@@ -6,7 +6,7 @@ import { gptDecoderModel, tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeOrt } from '../ort-probe.js';
-import type { KvCache } from './kv-cache.js';
+import type { DecoderSequence } from './ort-step-decoder.js';
 import { OrtStepDecoder } from './ort-step-decoder.js';
 
 const { run } = await checkEngine('OnnxRuntime', probeOrt);
@@ -63,7 +63,7 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
   it('gives each sequence of a padded, mixed batch the logits it gets alone', async () => {
     const prompts = [tokens(1, 1), tokens(13, 2), tokens(40, 5)];
     const alone = await Promise.all([0, 1, 2].map(async (i) => feedAlone([prompts[i]!, [4], [9]])));
-    const states: KvCache[] = prompts.map(() => decoder.open());
+    const states: DecoderSequence[] = prompts.map(() => decoder.open());
     // Step 1: all prefill, unequal lengths. Step 2: decodes beside a fresh prefill.
     const first = await decoder.step(prompts.map((p, i) => ({ state: states[i]!, tokens: p })));
     const late = decoder.open();
@@ -79,9 +79,14 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     }
     expect(maxDiff(second[3]!, alone[2]![0]!)).toBeLessThan(1e-4);
     expect(states.map((s) => s.length)).toEqual([3, 15, 42]);
-    expect(decoder.cacheBytesAllocated).toBeGreaterThan(0);
+    expect(decoder.cachedTokens).toBe(3 + 15 + 42 + 40);
     for (const state of [...states, late]) decoder.release(state);
-    expect(decoder.cacheBytesAllocated).toBe(0);
+    expect(decoder.cachedTokens).toBe(0);
+    // The worker dropped the released caches: one short sequence is all it holds now.
+    const probe = decoder.open();
+    await decoder.step([{ state: probe, tokens: [1] }]);
+    expect(decoder.cacheBytesAllocated).toBe(16 * decoder.cacheBytesPerToken);
+    decoder.release(probe);
   });
 
   it('refuses a step past the model positions without touching the cache', async () => {

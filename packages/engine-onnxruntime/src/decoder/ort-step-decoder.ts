@@ -1,18 +1,18 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import {
   KilnError,
   KilnErrorCode,
-  NDList,
   type StepDecoder,
   type StepEntry,
-  Tensor,
+  spawnModuleWorker,
 } from '@kiln/core';
 import { type OrtSessionConfig, DEFAULT_SESSION_CONFIG } from '../session-config.js';
-import type { SessionHost } from '../session-host.js';
-import { WorkerSessionHost } from '../worker-session-host.js';
-import { type DecoderSignature, readDecoderSignature } from './decoder-signature.js';
-import { KvCache } from './kv-cache.js';
+import type { DecoderSignature } from './decoder-signature.js';
+import type { DecoderReply, DecoderRequest, DecoderWorkerData } from './decoder-protocol.js';
+
+export const DECODER_WORKER_MODULE = new URL('./decoder-worker.ts', import.meta.url);
 
 export interface OrtStepDecoderOptions {
   /** Session settings; the session runs on a worker thread of its own. */
@@ -26,6 +26,13 @@ export interface OrtStepDecoderOptions {
   readonly modelFile?: string;
 }
 
+/** One sequence's handle; its cache lives on the decoder's thread. */
+export interface DecoderSequence {
+  readonly id: number;
+  /** Positions cached so far. */
+  length: number;
+}
+
 /** What a decoder's `config.json` may say (Hugging Face names). */
 interface HfConfig {
   readonly n_positions?: number;
@@ -33,21 +40,31 @@ interface HfConfig {
   readonly eos_token_id?: number;
 }
 
+interface Pending {
+  resolve(reply: DecoderReply): void;
+  reject(error: KilnError): void;
+}
+
 /**
- * Runs a GPT-2-style ONNX decoder one step at a time for many sequences. Each sequence keeps
- * its own KV cache here; a step gathers the caches into one batch (left-padding shorter
- * pasts, right-padding shorter inputs, masking both), runs the session on its worker thread
- * so the event loop stays free, and appends each sequence's new keys and values. Decode
- * entries (one token) and prefill chunks run as separate batches, so a one-token decode is
- * never padded to a prompt chunk's length.
+ * A GPT-2-style ONNX decoder run one step at a time for many sequences (see KvBatchRunner).
+ * The session and every sequence's KV cache live on a worker thread of their own, so the
+ * event loop stays free during steps and only token ids and logits cross threads.
  */
-export class OrtStepDecoder implements StepDecoder<KvCache> {
+export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
   readonly vocabSize: number;
   readonly cacheBytesPerToken: number;
-  private readonly live = new Set<KvCache>();
+  private readonly pending = new Map<number, Pending>();
+  private readonly live = new Set<DecoderSequence>();
+  private nextId = 1;
+  private nextSequence = 1;
+  private failure: KilnError | undefined;
+  private closed = false;
+  private allocatedFloats = 0;
+  /** ONNX Runtime time of the last step, on the worker. */
+  lastStepMs = 0;
 
   private constructor(
-    private readonly host: SessionHost,
+    private readonly worker: Worker,
     readonly signature: DecoderSignature,
     readonly maxSequenceLength: number,
     /** From config.json, when it says. */
@@ -55,6 +72,9 @@ export class OrtStepDecoder implements StepDecoder<KvCache> {
   ) {
     this.vocabSize = signature.vocabSize;
     this.cacheBytesPerToken = signature.layers * 2 * signature.heads * signature.headSize * 4;
+    worker.on('message', (reply: DecoderReply) => this.settle(reply));
+    worker.on('exit', (code) => this.exited(code));
+    worker.unref();
   }
 
   static async load(dir: string, options: OrtStepDecoderOptions = {}): Promise<OrtStepDecoder> {
@@ -64,63 +84,61 @@ export class OrtStepDecoder implements StepDecoder<KvCache> {
     if (!maxSequenceLength)
       throw new KilnError(
         KilnErrorCode.InvalidConfig,
-        "the decoder's longest sequence is unknown: give maxSequenceLength or n_positions in config.json",
+        "the decoder's longest sequence is unknown: set n_positions in config.json",
       );
-    const host = await WorkerSessionHost.start(join(dir, options.modelFile ?? 'model.onnx'), {
-      ...DEFAULT_SESSION_CONFIG,
-      ...options.session,
+    const data: DecoderWorkerData = {
+      modelPath: join(dir, options.modelFile ?? 'model.onnx'),
+      config: { ...DEFAULT_SESSION_CONFIG, ...options.session },
+      maxSequenceLength,
+    };
+    const worker = spawnModuleWorker(DECODER_WORKER_MODULE, { workerData: data });
+    const signature = await new Promise<DecoderSignature>((resolve, reject) => {
+      worker.once('message', (reply: DecoderReply) => {
+        worker.removeAllListeners('exit');
+        if (reply.type === 'ready') return resolve(reply.signature);
+        void worker.terminate();
+        reject(
+          reply.type === 'start-failed'
+            ? KilnError.fromJSON(reply.error)
+            : new KilnError(KilnErrorCode.Internal, `unexpected ${reply.type} from a decoder`),
+        );
+      });
+      worker.once('exit', (code) =>
+        reject(
+          new KilnError(
+            KilnErrorCode.WorkerCrashed,
+            `decoder worker exited with ${code} while starting`,
+          ),
+        ),
+      );
     });
-    try {
-      const signature = readDecoderSignature(host.inputs, host.outputs);
-      return new OrtStepDecoder(host, signature, maxSequenceLength, config.eos_token_id);
-    } catch (error) {
-      await host.close();
-      throw error;
-    }
+    return new OrtStepDecoder(worker, signature, maxSequenceLength, config.eos_token_id);
   }
 
-  /** Bytes the live caches hold, spare capacity included. */
+  /** Bytes the caches hold on the decoder's thread, spare capacity included (as of the last step). */
   get cacheBytesAllocated(): number {
-    let floats = 0;
-    for (const cache of this.live) floats += cache.allocatedFloats;
-    return floats * 4;
+    return this.allocatedFloats * 4;
   }
 
-  open(): KvCache {
-    const { layers, heads, headSize } = this.signature;
-    const cache = new KvCache(layers, heads, headSize);
-    this.live.add(cache);
-    return cache;
+  /** Positions cached over all live sequences. */
+  get cachedTokens(): number {
+    let tokens = 0;
+    for (const s of this.live) tokens += s.length;
+    return tokens;
   }
 
-  release(state: KvCache): void {
-    this.live.delete(state);
+  open(): DecoderSequence {
+    const sequence = { id: this.nextSequence++, length: 0 };
+    this.live.add(sequence);
+    return sequence;
   }
 
-  async step(entries: readonly StepEntry<KvCache>[]): Promise<readonly Float32Array[]> {
-    const logits: Float32Array[] = new Array(entries.length);
-    const decode: number[] = [];
-    const prefill: number[] = [];
-    entries.forEach((e, i) => (e.tokens.length === 1 ? decode : prefill).push(i));
-    for (const group of [decode, prefill]) {
-      if (group.length === 0) continue;
-      const out = await this.run(group.map((i) => entries[i]!));
-      group.forEach((i, j) => (logits[i] = out[j]!));
-    }
-    return logits;
+  release(state: DecoderSequence): void {
+    if (!this.live.delete(state)) return;
+    if (!this.failure && !this.closed) this.post({ type: 'release', sequence: state.id });
   }
 
-  async close(): Promise<void> {
-    this.live.clear();
-    await this.host.close();
-  }
-
-  private async run(entries: readonly StepEntry<KvCache>[]): Promise<Float32Array[]> {
-    const { layers, heads, headSize, vocabSize } = this.signature;
-    const batch = entries.length;
-    const past = Math.max(...entries.map((e) => e.state.length));
-    const fresh = Math.max(...entries.map((e) => e.tokens.length));
-    const total = past + fresh;
+  async step(entries: readonly StepEntry<DecoderSequence>[]): Promise<readonly Float32Array[]> {
     for (const { state, tokens } of entries) {
       if (state.length + tokens.length > this.maxSequenceLength)
         throw new KilnError(
@@ -128,51 +146,68 @@ export class OrtStepDecoder implements StepDecoder<KvCache> {
           `a sequence would exceed the model's ${this.maxSequenceLength} positions`,
         );
     }
-    const ids = new BigInt64Array(batch * fresh);
-    const positions = new BigInt64Array(batch * fresh);
-    const mask = new BigInt64Array(batch * total);
-    entries.forEach(({ state, tokens }, row) => {
-      for (let t = 0; t < tokens.length; t++) {
-        ids[row * fresh + t] = BigInt(tokens[t]!);
-        positions[row * fresh + t] = BigInt(state.length + t);
-      }
-      mask.fill(1n, row * total + past - state.length, row * total + past + tokens.length);
+    const reply = await this.request({
+      type: 'step',
+      id: this.nextId++,
+      entries: entries.map(({ state, tokens }) => ({ id: state.id, tokens: [...tokens] })),
     });
-    const tensors: Tensor[] = [
-      new Tensor('int64', ids, [batch, fresh], 'input_ids'),
-      new Tensor('int64', mask, [batch, total], 'attention_mask'),
-      new Tensor('int64', positions, [batch, fresh], 'position_ids'),
-    ];
-    for (let layer = 0; layer < layers; layer++) {
-      for (const kind of ['key', 'value'] as const) {
-        const data = new Float32Array(batch * heads * past * headSize);
-        entries.forEach(({ state }, row) => state.gatherInto(layer, kind, data, row, past));
-        tensors.push(
-          new Tensor(
-            'float32',
-            data,
-            [batch, heads, past, headSize],
-            `past_key_values.${layer}.${kind}`,
-          ),
-        );
-      }
-    }
-    const { output } = await this.host.run(new NDList(tensors));
-    const logits = output.get('logits').data as Float32Array;
-    for (const { state, tokens } of entries) state.reserve(tokens.length);
-    for (let layer = 0; layer < layers; layer++) {
-      for (const kind of ['key', 'value'] as const) {
-        const present = output.get(`present.${layer}.${kind}`).data as Float32Array;
-        entries.forEach(({ state, tokens }, row) =>
-          state.appendFrom(layer, kind, present, row, total, past, tokens.length),
-        );
-      }
-    }
-    return entries.map(({ state, tokens }, row) => {
-      state.commit(tokens.length);
-      const at = (row * fresh + tokens.length - 1) * vocabSize;
-      return logits.slice(at, at + vocabSize);
+    if (reply.type !== 'logits') throw new KilnError(KilnErrorCode.Internal, 'unexpected reply');
+    this.allocatedFloats = reply.allocatedFloats;
+    this.lastStepMs = reply.runMs;
+    const vocab = this.vocabSize;
+    return entries.map(({ state, tokens }, i) => {
+      state.length += tokens.length;
+      return reply.logits.subarray(i * vocab, (i + 1) * vocab);
     });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.live.clear();
+    if (!this.failure) {
+      await this.request({ type: 'close', id: this.nextId++ }, true).catch(() => undefined);
+    }
+    await this.worker.terminate();
+  }
+
+  private post(message: DecoderRequest): void {
+    this.worker.postMessage(message);
+  }
+
+  private request(
+    message: DecoderRequest & { id: number },
+    closing = false,
+  ): Promise<DecoderReply> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.closed && !closing)
+      return Promise.reject(new KilnError(KilnErrorCode.Closed, 'the decoder is closed'));
+    return new Promise((resolve, reject) => {
+      this.pending.set(message.id, { resolve, reject });
+      this.worker.ref();
+      this.post(message);
+    });
+  }
+
+  private settle(reply: DecoderReply): void {
+    if (!('id' in reply)) return;
+    const pending = this.pending.get(reply.id);
+    if (!pending) return;
+    this.pending.delete(reply.id);
+    if (this.pending.size === 0) this.worker.unref();
+    if (reply.type === 'failed') pending.reject(KilnError.fromJSON(reply.error));
+    else pending.resolve(reply);
+  }
+
+  private exited(code: number): void {
+    this.failure = this.closed
+      ? new KilnError(KilnErrorCode.Closed, 'the decoder is closed')
+      : new KilnError(
+          KilnErrorCode.WorkerCrashed,
+          `decoder worker exited unexpectedly with code ${code}`,
+        );
+    for (const pending of this.pending.values()) pending.reject(this.failure);
+    this.pending.clear();
   }
 }
 
@@ -186,7 +221,7 @@ async function readHfConfig(dir: string): Promise<HfConfig> {
   try {
     return JSON.parse(text) as HfConfig;
   } catch (error) {
-    throw new KilnError(KilnErrorCode.InvalidConfig, `config.json is not valid JSON`, {
+    throw new KilnError(KilnErrorCode.InvalidConfig, 'config.json is not valid JSON', {
       cause: error,
     });
   }

@@ -1,0 +1,30 @@
+import type { SerializedKilnError } from '@kiln/core';
+import type { OrtSessionConfig } from '../session-config.js';
+import type { DecoderSignature } from './decoder-signature.js';
+import type { KvStepEntry } from './kv-batch-runner.js';
+
+export interface DecoderWorkerData {
+  readonly modelPath: string;
+  readonly config: OrtSessionConfig;
+  readonly maxSequenceLength: number;
+}
+
+export type DecoderRequest =
+  | { readonly type: 'step'; readonly id: number; readonly entries: readonly KvStepEntry[] }
+  /** No answer: later steps simply no longer see the sequence. */
+  | { readonly type: 'release'; readonly sequence: number }
+  | { readonly type: 'close'; readonly id: number };
+
+export type DecoderReply =
+  | { readonly type: 'ready'; readonly signature: DecoderSignature }
+  | { readonly type: 'start-failed'; readonly error: SerializedKilnError }
+  | {
+      readonly type: 'logits';
+      readonly id: number;
+      /** Entry after entry, vocab values each. */
+      readonly logits: Float32Array;
+      readonly allocatedFloats: number;
+      readonly runMs: number;
+    }
+  | { readonly type: 'closed'; readonly id: number }
+  | { readonly type: 'failed'; readonly id: number; readonly error: SerializedKilnError };
