@@ -26,3 +26,6 @@ export * from './codecs/index.js';
 export * from './translators/index.js';
 export * from './loading/model-file.js';
 export * from './generation/step-decoder.js';
+export * from './generation/text-tokenizer.js';
+export * from './generation/generation-parameters.js';
+export * from './generation/stop-text.js';

@@ -22,6 +22,11 @@ export interface GptDecoderOptions {
   readonly heads: number;
   /** Longest sequence (prompt + output) the position embeddings cover. */
   readonly maxLen: number;
+  /**
+   * Width of queries, keys and values (heads × head size); default `hidden`. A narrower one
+   * keeps the KV cache small beside the weights.
+   */
+  readonly attentionDim?: number;
   /** Token texts, id order; `defaultCharVocab()` by default. */
   readonly vocab?: readonly string[];
   /**
@@ -59,10 +64,11 @@ export async function gptDecoderModel(
   options: GptDecoderOptions,
 ): Promise<GptDecoderModel> {
   const { layers, hidden, heads, maxLen } = options;
-  if (hidden % heads !== 0)
-    throw new Error(`hidden (${hidden}) must be a multiple of heads (${heads})`);
+  const attentionDim = options.attentionDim ?? hidden;
+  if (attentionDim % heads !== 0)
+    throw new Error(`attention width (${attentionDim}) must be a multiple of heads (${heads})`);
   const vocab = options.vocab ?? defaultCharVocab();
-  const headSize = hidden / heads;
+  const headSize = attentionDim / heads;
   const random = new SeededRandom(options.seed ?? 17);
   const g = new GraphBuilder('gpt_decoder');
   const weight = (prefix: string, dims: number[], std = 0.02) =>
@@ -128,16 +134,16 @@ export async function gptDecoderModel(
     g.op('Transpose', [g.op('Reshape', [x, splitHeads])], { perm: attr.ints([0, 2, 1, 3]) });
   for (let i = 0; i < layers; i++) {
     const a = layerNorm(h);
-    const q = toHeads(linear(a, hidden, hidden));
+    const q = toHeads(linear(a, hidden, attentionDim));
     const k = g.op(
       'Concat',
-      [`past_key_values.${i}.key`, toHeads(linear(a, hidden, hidden))],
+      [`past_key_values.${i}.key`, toHeads(linear(a, hidden, attentionDim))],
       { axis: attr.int(2) },
       { output: `present.${i}.key` },
     );
     const v = g.op(
       'Concat',
-      [`past_key_values.${i}.value`, toHeads(linear(a, hidden, hidden))],
+      [`past_key_values.${i}.value`, toHeads(linear(a, hidden, attentionDim))],
       { axis: attr.int(2) },
       { output: `present.${i}.value` },
     );
@@ -149,8 +155,8 @@ export async function gptDecoderModel(
     const context = g.op('Transpose', [g.op('MatMul', [probs, v])], {
       perm: attr.ints([0, 2, 1, 3]),
     });
-    const merged = g.op('Reshape', [context, g.int64s('merge_shape', [0, 0, hidden])]);
-    h = g.op('Add', [h, linear(merged, hidden, hidden)]);
+    const merged = g.op('Reshape', [context, g.int64s('merge_shape', [0, 0, attentionDim])]);
+    h = g.op('Add', [h, linear(merged, attentionDim, hidden)]);
     const m = layerNorm(h);
     const up = linear(m, hidden, 4 * hidden);
     const erf = g.op('Erf', [g.op('Div', [up, g.scalar('sqrt2', Math.SQRT2)])]);

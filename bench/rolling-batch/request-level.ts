@@ -1,0 +1,86 @@
+import type { StepDecoder } from '@kiln/core';
+import {
+  type GenerationRequest,
+  type GenerationResult,
+  TokenSampler,
+  systemClock,
+} from '@kiln/batching';
+
+interface Waiting {
+  readonly request: GenerationRequest;
+  readonly submittedAt: number;
+  readonly resolve: (result: GenerationResult) => void;
+}
+
+/**
+ * Request-level batching, the way a dynamic batcher serves a generative model: take up to
+ * `batchSize` waiting requests, prefill them together, then decode them in lockstep until the
+ * last one ends; only then take the next batch. Finished members leave the steps (kinder
+ * than padding them on), but newcomers still wait for the batch's longest member.
+ * `batchSize` 1 is one request at a time.
+ */
+export class RequestLevelBatcher<S> {
+  private readonly waiting: Waiting[] = [];
+  private running = false;
+
+  constructor(
+    private readonly decoder: StepDecoder<S>,
+    readonly batchSize: number,
+  ) {}
+
+  generate(request: GenerationRequest): Promise<GenerationResult> {
+    return new Promise((resolve) => {
+      this.waiting.push({ request, submittedAt: systemClock.now(), resolve });
+      if (!this.running) {
+        this.running = true;
+        void this.loop().finally(() => (this.running = false));
+      }
+    });
+  }
+
+  private async loop(): Promise<void> {
+    while (this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, this.batchSize).map((w) => ({
+        ...w,
+        state: this.decoder.open(),
+        sampler: new TokenSampler(w.request.sampling),
+        history: [...w.request.promptTokens],
+        generated: [] as number[],
+        interTokenMs: [] as number[],
+        firstTokenMs: undefined as number | undefined,
+        lastAt: 0,
+        done: false,
+      }));
+      let feeds = batch.map((b) => b.request.promptTokens);
+      let members = batch;
+      while (members.length > 0) {
+        const logits = await this.decoder.step(
+          members.map((m, i) => ({ state: m.state, tokens: feeds[i]! })),
+        );
+        const now = systemClock.now();
+        members.forEach((m, i) => {
+          const token = m.sampler.next(logits[i]!, m.history);
+          if (m.firstTokenMs === undefined) m.firstTokenMs = now - m.submittedAt;
+          else m.interTokenMs.push(now - m.lastAt);
+          m.lastAt = now;
+          m.generated.push(token);
+          m.history.push(token);
+          m.request.onToken?.(token, m.generated.length - 1);
+          if (m.generated.length >= m.request.maxNewTokens) {
+            m.done = true;
+            this.decoder.release(m.state);
+            m.resolve({
+              tokens: m.generated,
+              finishReason: 'length',
+              promptTokens: m.request.promptTokens.length,
+              timeToFirstTokenMs: m.firstTokenMs,
+              interTokenMs: m.interTokenMs,
+            });
+          }
+        });
+        members = members.filter((m) => !m.done);
+        feeds = members.map((m) => [m.generated[m.generated.length - 1]!]);
+      }
+    }
+  }
+}

@@ -1,0 +1,98 @@
+import {
+  type GenerationRequest,
+  type GenerationResult,
+  SeededSource,
+  randomWorkload,
+} from '@kiln/batching';
+
+export interface BenchWorkload {
+  readonly requests: readonly GenerationRequest[];
+  /** Arrival time of each request, ms after the start. */
+  readonly arrivalsMs: readonly number[];
+}
+
+export interface WorkloadSettings {
+  readonly requests: number;
+  readonly vocab: number;
+  readonly promptMin: number;
+  readonly promptMax: number;
+  readonly outputMin: number;
+  readonly outputMax: number;
+  /** Mean gap between arrivals (a Poisson process). */
+  readonly meanGapMs: number;
+  readonly seed: number;
+}
+
+export function makeWorkload(s: WorkloadSettings): BenchWorkload {
+  const random = new SeededSource(s.seed);
+  const requests = randomWorkload(random, {
+    count: s.requests,
+    vocab: s.vocab,
+    minPrompt: s.promptMin,
+    maxPrompt: s.promptMax,
+    minOutput: s.outputMin,
+    maxOutput: s.outputMax,
+  });
+  let at = 0;
+  const arrivalsMs = requests.map((_, i) =>
+    i === 0 ? 0 : (at += random.exponential(s.meanGapMs)),
+  );
+  return { requests, arrivalsMs };
+}
+
+export interface Generator {
+  generate(request: GenerationRequest): Promise<GenerationResult>;
+}
+
+export interface RunFigures {
+  readonly tokens: number;
+  readonly wallMs: number;
+  readonly tokensPerS: number;
+  readonly ttftP50Ms: number;
+  readonly interTokenP50Ms: number;
+  readonly interTokenP99Ms: number;
+  /** Each request's tokens, to check that every contender generated the same. */
+  readonly outputs: readonly (readonly number[])[];
+}
+
+/** Sends the requests at their arrival times; measures from the first arrival to the last answer. */
+export async function runWorkload(
+  generator: Generator,
+  workload: BenchWorkload,
+): Promise<RunFigures> {
+  const start = performance.now();
+  const results = await Promise.all(
+    workload.requests.map(async (request, i) => {
+      const wait = workload.arrivalsMs[i]! - (performance.now() - start);
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      return generator.generate(request);
+    }),
+  );
+  const wallMs = performance.now() - start;
+  const tokens = results.reduce((n, r) => n + r.tokens.length, 0);
+  const gaps = results.flatMap((r) => r.interTokenMs);
+  return {
+    tokens,
+    wallMs,
+    tokensPerS: (tokens / wallMs) * 1000,
+    ttftP50Ms: quantile(
+      results.map((r) => r.timeToFirstTokenMs ?? Infinity),
+      0.5,
+    ),
+    interTokenP50Ms: quantile(gaps, 0.5),
+    interTokenP99Ms: quantile(gaps, 0.99),
+    outputs: results.map((r) => r.tokens),
+  };
+}
+
+export function quantile(values: readonly number[], q: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
