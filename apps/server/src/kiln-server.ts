@@ -15,6 +15,7 @@ import { ServerMetrics } from './metrics/server-metrics.js';
 import { DEFAULT_ENGINE_MODULES, loadEngineCatalog } from './models/engine-catalog.js';
 import { ModelManager } from './models/model-manager.js';
 import { sampleGauges } from './models/pool-metrics.js';
+import { generationRoutes } from './generation/generation-routes.js';
 import { inferenceRoutes } from './routes/inference-routes.js';
 import { managementRoutes } from './routes/management-routes.js';
 import type { ServerContext } from './routes/server-context.js';
@@ -81,7 +82,12 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   inference.use(hostGuard(config.inferenceAddress, config));
   const inferenceMeta = new Router();
   inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
-  for (const router of [inferenceMeta, inferenceRoutes(server), v2Routes(server)])
+  for (const router of [
+    inferenceMeta,
+    generationRoutes(server),
+    inferenceRoutes(server),
+    v2Routes(server),
+  ])
     inference.use(router.routes()).use(router.allowedMethods());
 
   const management = new Koa();

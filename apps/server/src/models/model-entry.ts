@@ -1,5 +1,6 @@
 import type { ServingInput, ServingOutput } from '@kiln/core';
 import type { ModelSignature, PoolDescription, WorkerPool } from '@kiln/worker-pool';
+import type { GenerativeModel } from '../generation/generative-model.js';
 
 /** A model version's lifecycle; `/ping` reports Healthy/Unhealthy for READY ones from their pool. */
 export type ModelState = 'PENDING' | 'READY' | 'FAILED' | 'UNLOADING';
@@ -18,6 +19,8 @@ export interface ModelEntry {
   loadTimeMs: number | undefined;
   pool: WorkerPool<ServingInput, ServingOutput> | undefined;
   signature: ModelSignature | undefined;
+  /** Text-generation models (option.rolling_batch) are served by this instead of a pool. */
+  generator?: GenerativeModel | undefined;
   /** Settled when loading ends, either way. */
   loading: Promise<void>;
 }
@@ -26,6 +29,7 @@ export interface ModelEntry {
 export function pingStatus(entry: ModelEntry): 'Healthy' | 'Unhealthy' | 'FAILED' | 'PENDING' {
   if (entry.state === 'FAILED') return 'FAILED';
   if (entry.state === 'PENDING') return 'PENDING';
+  if (entry.state === 'READY' && entry.generator) return 'Healthy';
   if (entry.state === 'UNLOADING' || !entry.pool) return 'Unhealthy';
   const status = entry.pool.status();
   return status === 'Healthy' ? 'Healthy' : status === 'FAILED' ? 'FAILED' : 'Unhealthy';

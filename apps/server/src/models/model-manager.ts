@@ -22,6 +22,8 @@ import type { Logger } from 'pino';
 import type { ServerConfig } from '../config/server-config.js';
 import { checkModelFilesInside } from '../security/model-files.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
+import { GenerationMetrics } from '../generation/generation-metrics.js';
+import { GenerativeModel, wantsRollingBatch } from '../generation/generative-model.js';
 import type { EngineCatalog } from './engine-catalog.js';
 import { type ModelEntry, describeEntry, type ModelDescription } from './model-entry.js';
 import { watchPool } from './pool-metrics.js';
@@ -49,13 +51,16 @@ export interface RegisterRequest {
 export class ModelManager {
   private readonly models = new Map<string, Map<string, ModelEntry>>();
   private readonly defaults = new Map<string, string>();
+  readonly generationMetrics: GenerationMetrics;
 
   constructor(
     private readonly config: ServerConfig,
     private readonly engines: EngineCatalog,
     private readonly metrics: ServerMetrics,
     private readonly log?: Logger,
-  ) {}
+  ) {
+    this.generationMetrics = new GenerationMetrics(metrics);
+  }
 
   /** Whether a model of this name is registered (for bounded metric labels). */
   has(name: string): boolean {
@@ -135,7 +140,11 @@ export class ModelManager {
       predictTimeoutMs: this.config.predictTimeoutMs,
       transferInputs: true,
     };
-    entry.loading = this.load(entry, request, settings);
+    entry.loading = wantsRollingBatch(inspection.properties)
+      ? this.loadGenerative(entry, () =>
+          GenerativeModel.load(name, inspection, this.generationMetrics),
+        )
+      : this.load(entry, request, settings);
     if (options.synchronous) {
       await entry.loading;
       if (entry.state === 'FAILED')
@@ -193,6 +202,11 @@ export class ModelManager {
    */
   submit(name: string, version: string | undefined, input: ServingInput): JobHandle<ServingOutput> {
     const entry = this.get(name, version);
+    if (entry.generator)
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `model ${name} generates text: send {"inputs": "...", "parameters": {...}} as JSON, or use /v2/models/${name}/generate or /v1/completions`,
+      );
     if (entry.state !== 'READY' || !entry.pool) {
       const why =
         entry.state === 'FAILED'
@@ -265,6 +279,33 @@ export class ModelManager {
   private async stop(entry: ModelEntry, timeoutMs = this.config.shutdownTimeoutMs): Promise<void> {
     await entry.loading;
     await entry.pool?.shutdown({ drain: true, timeoutMs });
+    if (entry.generator) {
+      this.generationMetrics.forget(entry.name);
+      await entry.generator.close();
+    }
+  }
+
+  /** Text-generation models run on their own decoder and rolling-batch scheduler. */
+  private async loadGenerative(
+    entry: ModelEntry,
+    load: () => Promise<GenerativeModel>,
+  ): Promise<void> {
+    const started = performance.now();
+    try {
+      const generator = await load();
+      if (entry.state === 'UNLOADING') {
+        await generator.close();
+        return;
+      }
+      entry.generator = generator;
+      entry.loadTimeMs = performance.now() - started;
+      entry.state = 'READY';
+      this.metrics.modelLoadSeconds.set({ model: entry.name }, entry.loadTimeMs / 1000);
+      this.metrics.modelStatus.set({ model: entry.name }, 1);
+    } catch (error) {
+      entry.state = 'FAILED';
+      entry.error = error instanceof Error ? error.message : String(error);
+    }
   }
 
   private async load(

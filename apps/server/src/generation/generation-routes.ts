@@ -1,0 +1,266 @@
+import { randomUUID } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context, Next } from 'koa';
+import {
+  type GenerationParameters,
+  KilnError,
+  KilnErrorCode,
+  parseGenerationParameters,
+} from '@kiln/core';
+import type { FinishReason, TextGenerationResult } from '@kiln/batching';
+import type { ServerContext } from '../routes/server-context.js';
+import {
+  generativeModel,
+  readJsonObject,
+  requireGenerativeModel,
+  runGeneration,
+} from './generation-request.js';
+
+const sse = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
+const line = (data: unknown) => `${JSON.stringify(data)}\n`;
+const errorBody = (error: KilnError) => ({ error: { code: error.code, message: error.message } });
+
+/** OpenAI's finish reasons: an end-of-sequence token or a stop string are both 'stop'. */
+const openAiFinish = (reason: FinishReason) => (reason === 'length' ? 'length' : 'stop');
+
+function text(body: Record<string, unknown>, key: string): string {
+  const value = body[key];
+  if (typeof value !== 'string')
+    throw new KilnError(KilnErrorCode.InvalidInput, `${key} must be a string`);
+  return value;
+}
+
+/**
+ * Text generation over HTTP: DJL LMI's `/predictions/{model}` (JSON, or JSON lines when
+ * streamed), the KServe v2 generate extension (`/generate`, `/generate_stream` as server-sent
+ * events) and OpenAI's `/v1/completions` and `/v1/chat/completions`. Mounted before the
+ * inference routes: a prediction for a model that does not generate text passes on to them.
+ */
+export function generationRoutes(server: ServerContext): Router {
+  const router = new Router();
+
+  const lmi = async (ctx: Context, next: Next, name: string, version: string | undefined) => {
+    const model = generativeModel(server, name, version);
+    if (!model) return next();
+    const body = await readJsonObject(ctx, server);
+    if (Array.isArray(body.inputs))
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        'inputs must be one string; send one request per prompt',
+      );
+    const prompt = text(body, 'inputs');
+    const parameters = parseGenerationParameters(body.parameters);
+    const accept = ctx.get('accept');
+    const streamed = body.stream === true || /jsonlines|x-ndjson/.test(accept);
+    const result = await runGeneration(
+      ctx,
+      server,
+      model,
+      prompt,
+      parameters,
+      streamed
+        ? {
+            contentType: 'application/jsonlines',
+            piece: (p) => line({ token: { id: p.token, text: p.text }, generated_text: null }),
+            end: (r) => line({ token: null, generated_text: r.text, details: details(r) }),
+            error: (e) => line(errorBody(e)),
+          }
+        : undefined,
+    );
+    if (result) ctx.body = { generated_text: result.text, details: details(result) };
+  };
+  router.post('/predictions/:model', (ctx, next) => lmi(ctx, next, ctx.params.model!, undefined));
+  router.post('/predictions/:model/:version', (ctx, next) =>
+    lmi(ctx, next, ctx.params.model!, ctx.params.version),
+  );
+
+  const v2 = async (ctx: Context, streamed: boolean) => {
+    const name = ctx.params.model!;
+    const version = ctx.params.version;
+    const model = requireGenerativeModel(server, name, version);
+    const body = await readJsonObject(ctx, server);
+    const prompt = text(body, 'text_input');
+    // Parameters may sit at the top level (Triton) or under "parameters".
+    const { text_input: _, parameters: nested, ...top } = body;
+    const parameters = parseGenerationParameters({
+      max_new_tokens: top.max_tokens,
+      ...top,
+      ...(nested as object | undefined),
+    });
+    const head = { model_name: name, model_version: version ?? '' };
+    const result = await runGeneration(
+      ctx,
+      server,
+      model,
+      prompt,
+      parameters,
+      streamed
+        ? {
+            contentType: 'text/event-stream',
+            piece: (p) => sse({ ...head, text_output: p.text }),
+            end: (r) => sse({ ...head, text_output: '', finish_reason: r.finishReason }),
+            error: (e) => sse(errorBody(e)),
+          }
+        : undefined,
+    );
+    if (result)
+      ctx.body = { ...head, text_output: result.text, finish_reason: result.finishReason };
+  };
+  for (const base of ['/v2/models/:model', '/v2/models/:model/versions/:version']) {
+    router.post(`${base}/generate`, (ctx) => v2(ctx, false));
+    router.post(`${base}/generate_stream`, (ctx) => v2(ctx, true));
+  }
+
+  router.get('/v1/models', (ctx) => {
+    ctx.body = {
+      object: 'list',
+      data: server.models
+        .list()
+        .filter((e) => e.generator)
+        .map((e) => ({
+          id: e.name,
+          object: 'model',
+          created: Math.floor(e.registeredAt.getTime() / 1000),
+          owned_by: 'kiln',
+        })),
+    };
+  });
+
+  const openAi = async (ctx: Context, chat: boolean) => {
+    const body = await readJsonObject(ctx, server);
+    const model = requireGenerativeModel(server, openAiModel(server, body), undefined);
+    const prompt = chat ? chatPrompt(body.messages) : completionPrompt(body.prompt);
+    const parameters = openAiParameters(body);
+    const id = `${chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`;
+    const created = Math.floor(Date.now() / 1000);
+    const object = chat ? 'chat.completion' : 'text_completion';
+    const head = { id, object, created, model: model.name };
+    const chunkHead = { ...head, object: chat ? 'chat.completion.chunk' : 'text_completion' };
+    let firstChunk = true;
+    const result = await runGeneration(
+      ctx,
+      server,
+      model,
+      prompt,
+      parameters,
+      body.stream === true
+        ? {
+            contentType: 'text/event-stream',
+            piece: (p) => {
+              const choice = chat
+                ? {
+                    index: 0,
+                    delta: firstChunk
+                      ? { role: 'assistant', content: p.text }
+                      : { content: p.text },
+                    finish_reason: null,
+                  }
+                : { index: 0, text: p.text, logprobs: null, finish_reason: null };
+              firstChunk = false;
+              return sse({ ...chunkHead, choices: [choice] });
+            },
+            end: (r) => {
+              const choice = chat
+                ? { index: 0, delta: {}, finish_reason: openAiFinish(r.finishReason) }
+                : {
+                    index: 0,
+                    text: '',
+                    logprobs: null,
+                    finish_reason: openAiFinish(r.finishReason),
+                  };
+              return `${sse({ ...chunkHead, choices: [choice], usage: usage(r) })}data: [DONE]\n\n`;
+            },
+            error: (e) => `${sse(errorBody(e))}data: [DONE]\n\n`,
+          }
+        : undefined,
+    );
+    if (!result) return;
+    const finish_reason = openAiFinish(result.finishReason);
+    ctx.body = {
+      ...head,
+      choices: [
+        chat
+          ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason }
+          : { index: 0, text: result.text, logprobs: null, finish_reason },
+      ],
+      usage: usage(result),
+    };
+  };
+  router.post('/v1/completions', (ctx) => openAi(ctx, false));
+  router.post('/v1/chat/completions', (ctx) => openAi(ctx, true));
+  return router;
+}
+
+function details(r: TextGenerationResult) {
+  return {
+    finish_reason: r.finishReason,
+    generated_tokens: r.tokens.length,
+    prompt_tokens: r.promptTokens,
+  };
+}
+
+function usage(r: TextGenerationResult) {
+  return {
+    prompt_tokens: r.promptTokens,
+    completion_tokens: r.tokens.length,
+    total_tokens: r.promptTokens + r.tokens.length,
+  };
+}
+
+/** The model an OpenAI request names; may be left out when one model generates text. */
+function openAiModel(server: ServerContext, body: Record<string, unknown>): string {
+  if (typeof body.model === 'string') return body.model;
+  const names = server.models
+    .list()
+    .filter((e) => e.generator)
+    .map((e) => e.name);
+  if (body.model === undefined && names.length === 1) return names[0]!;
+  throw new KilnError(KilnErrorCode.InvalidInput, 'model must name a text-generation model');
+}
+
+function completionPrompt(prompt: unknown): string {
+  if (typeof prompt === 'string') return prompt;
+  if (Array.isArray(prompt) && prompt.length === 1 && typeof prompt[0] === 'string')
+    return prompt[0];
+  throw new KilnError(KilnErrorCode.InvalidInput, 'prompt must be one string');
+}
+
+/** A plain-text chat template: one "role: content" line per message, then "assistant: ". */
+function chatPrompt(messages: unknown): string {
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw new KilnError(KilnErrorCode.InvalidInput, 'messages must be a non-empty array');
+  const lines = messages.map((m: unknown) => {
+    const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
+    if (typeof role !== 'string' || typeof content !== 'string')
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        'each message needs a string role and content',
+      );
+    return `${role}: ${content}\n`;
+  });
+  return `${lines.join('')}assistant: `;
+}
+
+/**
+ * OpenAI's parameters in Kiln's terms, as vLLM reads them: `max_tokens` (16), `temperature`
+ * (1; 0 means greedy), `top_p`, `seed`, `stop`, and vLLM's `top_k` and `repetition_penalty`.
+ */
+function openAiParameters(body: Record<string, unknown>): GenerationParameters {
+  if (body.n !== undefined && body.n !== 1)
+    throw new KilnError(KilnErrorCode.InvalidInput, 'only n = 1 is supported');
+  const temperature = body.temperature ?? 1;
+  const greedy = temperature === 0;
+  return parseGenerationParameters(
+    {
+      max_new_tokens: body.max_tokens ?? body.max_completion_tokens,
+      do_sample: !greedy,
+      temperature: greedy ? undefined : temperature,
+      top_p: body.top_p,
+      top_k: body.top_k,
+      repetition_penalty: body.repetition_penalty,
+      seed: body.seed,
+      stop: body.stop,
+    },
+    { maxNewTokens: 16 },
+  );
+}

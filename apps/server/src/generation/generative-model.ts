@@ -1,0 +1,97 @@
+import {
+  CharTokenizer,
+  KilnError,
+  KilnErrorCode,
+  type ModelInspection,
+  type ServingProperties,
+  type TextTokenizer,
+} from '@kiln/core';
+import { RollingScheduler } from '@kiln/batching';
+import { OrtStepDecoder } from '@kiln/engine-onnxruntime';
+import type { GenerationMetrics } from './generation-metrics.js';
+
+/** DJL LMI's `option.rolling_batch` values that turn rolling batching on. */
+const ROLLING_BATCH_ON = new Set(['auto', 'scheduler']);
+
+/** True when serving.properties asks for text generation with rolling batching. */
+export function wantsRollingBatch(properties: ServingProperties): boolean {
+  return ROLLING_BATCH_ON.has(properties.options.rolling_batch ?? '');
+}
+
+/**
+ * A text-generation model: its decoder (ONNX Runtime, on a worker thread), its tokenizer
+ * and the rolling-batch scheduler that serves it. Settings from serving.properties:
+ * `option.max_rolling_batch_size` (32), `option.max_rolling_batch_prefill_tokens` (4096),
+ * `option.max_kv_cache_bytes` (cache budget; default batch size × longest sequence).
+ */
+export class GenerativeModel {
+  private constructor(
+    readonly name: string,
+    readonly decoder: OrtStepDecoder,
+    readonly tokenizer: TextTokenizer,
+    readonly scheduler: RollingScheduler<unknown>,
+  ) {}
+
+  static async load(
+    name: string,
+    inspection: ModelInspection,
+    metrics: GenerationMetrics,
+  ): Promise<GenerativeModel> {
+    const engine = inspection.engineName ?? 'OnnxRuntime';
+    if (engine !== 'OnnxRuntime')
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `option.rolling_batch needs the OnnxRuntime engine, not ${engine}`,
+      );
+    const option = (key: string): number | undefined => {
+      const raw = optionValue(inspection.properties, key);
+      if (raw === undefined) return undefined;
+      const value = Number(raw);
+      if (!Number.isInteger(value) || value < 1)
+        throw new KilnError(KilnErrorCode.InvalidConfig, `option.${key} must be an integer >= 1`);
+      return value;
+    };
+    const tokenizer = await CharTokenizer.fromFolder(inspection.dir);
+    const decoder = await OrtStepDecoder.load(inspection.dir);
+    try {
+      if (decoder.vocabSize !== tokenizer.vocabSize)
+        throw new KilnError(
+          KilnErrorCode.ModelLoadFailed,
+          `the tokenizer has ${tokenizer.vocabSize} tokens but the model's logits ${decoder.vocabSize}`,
+        );
+      const cacheBytes = option('max_kv_cache_bytes');
+      const scheduler = new RollingScheduler(decoder, {
+        ...optional('maxBatchSize', option('max_rolling_batch_size')),
+        ...optional('maxPrefillTokens', option('max_rolling_batch_prefill_tokens')),
+        ...optional(
+          'maxCacheTokens',
+          cacheBytes && Math.max(1, Math.floor(cacheBytes / decoder.cacheBytesPerToken)),
+        ),
+      });
+      const model = new GenerativeModel(
+        name,
+        decoder,
+        tokenizer,
+        scheduler as RollingScheduler<unknown>,
+      );
+      metrics.watch(model);
+      return model;
+    } catch (error) {
+      await decoder.close();
+      throw error;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.scheduler.close();
+    await this.decoder.close();
+  }
+}
+
+function optionValue(properties: ServingProperties, key: string): string | undefined {
+  return properties.options[key];
+}
+
+function optional<K extends string, V>(key: K, value: V | undefined): Partial<Record<K, V>> {
+  return (value === undefined ? {} : { [key]: value }) as Partial<Record<K, V>>;
+}
