@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { type DType, isDType } from '@kiln/core';
 import { addMulModel, affineModel, identityModel } from './conformance-models.js';
+import { gptDecoderModel } from './gpt-decoder.js';
 import { buildIrisDemo } from './iris-demo/iris-demo.js';
 import { mlpModel } from './mlp-model.js';
 import { resnetModel } from './resnet.js';
@@ -14,6 +15,8 @@ commands:
   demo <dir>                      Iris classifier with translator (trains in about a second)
   resnet <dir> [--depth 18|50] [--classes 1000]
   encoder <dir> [--layers 2] [--hidden 128] [--heads 2] [--max-len 512] [--vocab 30522]
+  gpt <dir> [--layers 2] [--hidden 64] [--heads 2] [--max-len 512]
+                                  GPT-style decoder with KV cache, char vocabulary (text generation)
   mlp <dir> [--input 784] [--hidden 512,256] [--output 10]
   tiny <dir>                      few-element Add + Relu (per-call overhead)
   slow <dir> [--ms 200]           chained MatMuls taking roughly --ms per run
@@ -88,6 +91,15 @@ async function runCommand(
         vocabSize: int(v.vocab, 30522),
       });
       return `${model.dir}: transformer encoder, hidden ${model.hidden}, max length ${model.maxLen}`;
+    }
+    case 'gpt': {
+      const model = await gptDecoderModel(dir, {
+        layers: int(v.layers, 2),
+        hidden: int(v.hidden, 64),
+        heads: int(v.heads, 2),
+        maxLen: int(v['max-len'], 512),
+      });
+      return `${model.dir}: GPT-style decoder, ${model.layers} layers, vocabulary ${model.vocabSize}, max length ${model.maxLen}`;
     }
     case 'mlp': {
       const hidden =
