@@ -1,3 +1,4 @@
+import { quantile } from '../harness/figures.js';
 import {
   type GenerationRequest,
   type GenerationResult,
@@ -83,16 +84,4 @@ export async function runWorkload(
     interTokenP99Ms: quantile(gaps, 0.99),
     outputs: results.map((r) => r.tokens),
   };
-}
-
-export function quantile(values: readonly number[], q: number): number {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-}
-
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
