@@ -261,4 +261,17 @@ describe('text generation over HTTP', () => {
     const tiny = await post('/predictions/tiny', [[1, 2, 3, 4]]);
     expect(tiny.status).toBe(200);
   });
+
+  // Last: it stops the server.
+  it('answers accepted generations in full when the server stops', async () => {
+    const accepted = post('/predictions/gpt', { inputs: 'a', parameters: { max_new_tokens: 200 } });
+    const scheduler = t.server.models.get('gpt').generator!.scheduler;
+    for (let i = 0; i < 200 && scheduler.stats().active === 0; i++) await sleep(5);
+    await t.stop();
+    const answer = await jsonOf(await accepted);
+    expect(answer.status).toBe(200);
+    expect(answer.body).toMatchObject({
+      details: { finish_reason: 'length', generated_tokens: 200 },
+    });
+  });
 });

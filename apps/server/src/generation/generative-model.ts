@@ -1,4 +1,5 @@
 import {
+  CPU,
   CharTokenizer,
   KilnError,
   KilnErrorCode,
@@ -7,7 +8,7 @@ import {
   type TextTokenizer,
 } from '@kiln/core';
 import { RollingScheduler } from '@kiln/batching';
-import { OrtStepDecoder } from '@kiln/engine-onnxruntime';
+import { OrtStepDecoder, parseSessionConfig } from '@kiln/engine-onnxruntime';
 import type { GenerationMetrics } from './generation-metrics.js';
 
 /** DJL LMI's `option.rolling_batch` values that turn rolling batching on. */
@@ -52,7 +53,10 @@ export class GenerativeModel {
       return value;
     };
     const tokenizer = await CharTokenizer.fromFolder(inspection.dir);
-    const decoder = await OrtStepDecoder.load(inspection.dir);
+    // ONNX Runtime's own option.* keys (intraOpNumThreads, optLevel, …) apply as usual.
+    const decoder = await OrtStepDecoder.load(inspection.dir, {
+      session: parseSessionConfig(inspection.properties.options, CPU),
+    });
     try {
       if (decoder.vocabSize !== tokenizer.vocabSize)
         throw new KilnError(
@@ -82,7 +86,14 @@ export class GenerativeModel {
     }
   }
 
-  async close(): Promise<void> {
+  /** Lets accepted requests finish (up to `timeoutMs`), then fails the rest and stops. */
+  async close(timeoutMs = 0): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.scheduler.whenIdle(),
+      new Promise((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
+    clearTimeout(timer);
     this.scheduler.close();
     await this.decoder.close();
   }

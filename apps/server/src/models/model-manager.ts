@@ -281,7 +281,7 @@ export class ModelManager {
     await entry.pool?.shutdown({ drain: true, timeoutMs });
     if (entry.generator) {
       this.generationMetrics.forget(entry.name);
-      await entry.generator.close();
+      await entry.generator.close(timeoutMs);
     }
   }
 

@@ -163,6 +163,23 @@ describe('RollingScheduler', () => {
     ).rejects.toThrow(/top_p/);
   });
 
+  it('tells when it has drained, and fails what is left when closed', async () => {
+    const scheduler = new RollingScheduler(new HashDecoder(50), { maxBatchSize: 2 });
+    await scheduler.whenIdle();
+    let done = 0;
+    for (let i = 0; i < 4; i++)
+      void scheduler.generate({ promptTokens: [i], maxNewTokens: 10 }).then(() => done++);
+    await scheduler.whenIdle();
+    expect(done).toBe(4);
+    const cut = scheduler.generate({ promptTokens: [1], maxNewTokens: 500 });
+    await flush();
+    scheduler.close();
+    await expect(cut).rejects.toSatisfy((e) => KilnError.is(e, 'CLOSED'));
+    await expect(scheduler.generate({ promptTokens: [1], maxNewTokens: 1 })).rejects.toThrow(
+      /unloading/,
+    );
+  });
+
   it('fails the sequences of a failed step and keeps serving others', async () => {
     const decoder = new HashDecoder(50);
     let failNext = false;

@@ -99,6 +99,7 @@ export class RollingScheduler<S = unknown> {
   private readonly waiting: Sequence<S>[] = [];
   private readonly active: Sequence<S>[] = [];
   private readonly stepListeners = new Set<StepListener>();
+  private idleWaiters: (() => void)[] = [];
   private reserved = 0;
   private running = false;
   private closed = false;
@@ -165,12 +166,19 @@ export class RollingScheduler<S = unknown> {
     };
   }
 
+  /** Resolves once no request is waiting or running (at once when idle), e.g. to drain. */
+  whenIdle(): Promise<void> {
+    if (this.active.length === 0 && this.waiting.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
   /** Refuses new requests and fails the waiting and running ones with CLOSED. */
   close(): void {
     this.closed = true;
     const error = new KilnError(KilnErrorCode.Closed, 'the model is unloading');
     for (const s of this.waiting.splice(0)) s.reject(error);
     for (const s of this.active.splice(0)) this.retire(s, undefined, error);
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
   private check(request: GenerationRequest): KilnError | undefined {
@@ -208,7 +216,8 @@ export class RollingScheduler<S = unknown> {
     void this.loop().finally(() => {
       this.running = false;
       // A request may have arrived between the loop's last check and here.
-      if (this.waiting.length > 0 && !this.closed) this.kick();
+      if (this.waiting.length > 0 && !this.closed) return this.kick();
+      for (const resolve of this.idleWaiters.splice(0)) resolve();
     });
   }
 
