@@ -31,14 +31,14 @@ export function readDecoderSignature(
   const layers = pasts.length / 2;
   if (layers < 1 || !Number.isInteger(layers)) throw unsupported('no past_key_values inputs');
   const first = inputs.find((d) => d.name === 'past_key_values.0.key');
-  const heads = first?.shape[1] ?? -1;
-  const headSize = first?.shape[3] ?? -1;
+  const heads = first?.shape?.[1] ?? -1;
+  const headSize = first?.shape?.[3] ?? -1;
   if (heads < 1 || headSize < 1)
     throw unsupported(
       'past_key_values must be [batch, heads, past, head] with fixed heads and head',
     );
   const logits = outputs.find((d) => d.name === 'logits');
-  const vocabSize = logits?.shape[2] ?? -1;
+  const vocabSize = logits?.shape?.[2] ?? -1;
   if (vocabSize < 1) throw unsupported('output logits [batch, sequence, vocab] is missing');
   for (let i = 0; i < layers; i++) {
     for (const kind of ['key', 'value']) {
