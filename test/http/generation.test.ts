@@ -263,11 +263,20 @@ describe('text generation over HTTP', () => {
   });
 
   // Last: it stops the server.
-  it('answers accepted generations in full when the server stops', async () => {
+  it('answers accepted generations in full when the server stops, and refuses new ones', async () => {
     const accepted = post('/predictions/gpt', { inputs: 'a', parameters: { max_new_tokens: 200 } });
     const scheduler = t.server.models.get('gpt').generator!.scheduler;
     for (let i = 0; i < 200 && scheduler.stats().active === 0; i++) await sleep(5);
-    await t.stop();
+    const stopping = t.stop();
+    for (const [route, body] of [
+      ['/v1/completions', { model: 'gpt', prompt: 'a' }],
+      ['/predictions/gpt', { inputs: 'a' }],
+    ] as const) {
+      const late = await jsonOf(await post(route, body));
+      expect(late.status, route).toBe(503);
+      expectCleanError(late.body);
+    }
+    await stopping;
     const answer = await jsonOf(await accepted);
     expect(answer.status).toBe(200);
     expect(answer.body).toMatchObject({

@@ -6,31 +6,48 @@ import { readBody } from '../http/read-body.js';
 import { type ServerContext, bodyLimits } from '../routes/server-context.js';
 import type { GenerativeModel } from './generative-model.js';
 
-/** The generative model a request names; undefined when the model serves something else. */
+/**
+ * The generative model a prediction names; undefined when it names something else or nothing
+ * known, so that the inference routes answer it as they would any prediction.
+ */
 export function generativeModel(
   server: ServerContext,
   name: string,
   version: string | undefined,
 ): GenerativeModel | undefined {
-  const entry = server.models.get(name, version);
+  let entry;
+  try {
+    entry = server.models.get(name, version);
+  } catch {
+    return undefined;
+  }
   if (!entry.generator) return undefined;
   if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
   return entry.generator;
 }
 
-/** Like generativeModel, but a model that does not generate text is a client error. */
+/** The generative model a generation route names; anything else is a client error. */
 export function requireGenerativeModel(
   server: ServerContext,
   name: string,
   version: string | undefined,
 ): GenerativeModel {
-  const model = generativeModel(server, name, version);
-  if (!model)
+  if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
+  const entry = server.models.get(name, version);
+  if (!entry.generator) {
+    if (entry.state === 'PENDING')
+      throw new KilnError(KilnErrorCode.ModelNotReady, `model ${name} is still loading`);
+    if (entry.state === 'FAILED')
+      throw new KilnError(
+        KilnErrorCode.ModelLoadFailed,
+        `model ${name} failed to load: ${entry.error ?? ''}`,
+      );
     throw new KilnError(
       KilnErrorCode.InvalidInput,
       `model ${name} does not generate text (its serving.properties has no option.rolling_batch)`,
     );
-  return model;
+  }
+  return entry.generator;
 }
 
 /** The request body as a JSON object; anything else is INVALID_INPUT. */
