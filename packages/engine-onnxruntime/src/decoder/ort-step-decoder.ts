@@ -6,13 +6,15 @@ import {
   KilnErrorCode,
   type StepDecoder,
   type StepEntry,
+  siblingModule,
   spawnModuleWorker,
 } from '@kiln/core';
 import { type OrtSessionConfig, DEFAULT_SESSION_CONFIG } from '../session-config.js';
 import type { DecoderSignature } from './decoder-signature.js';
 import type { DecoderReply, DecoderRequest, DecoderWorkerData } from './decoder-protocol.js';
 
-export const DECODER_WORKER_MODULE = new URL('./decoder-worker.ts', import.meta.url);
+// The worker's own module beside this one: .ts when run from source, .js when built.
+export const DECODER_WORKER_MODULE = siblingModule(import.meta.url, './decoder-worker');
 
 export interface OrtStepDecoderOptions {
   /** Session settings; the session runs on a worker thread of its own. */
