@@ -6,3 +6,5 @@ export * from './models/engine-catalog.js';
 export * from './http/error-status.js';
 export * from './security/url-allowlist.js';
 export { SERVER_VERSION } from './version.js';
+export { INFERENCE_PROTO_PATH, PROTO_LOADER_OPTIONS, loadInferencePackage } from './grpc/proto.js';
+export { parseGrpcAddress } from './grpc/grpc-address.js';

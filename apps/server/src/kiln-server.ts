@@ -8,6 +8,7 @@ import { pino, type Logger } from 'pino';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server-config.js';
 import { accessLog } from './http/access-log.js';
+import { type GrpcListener, listenGrpc } from './grpc/grpc-listener.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
 import { requestMetrics } from './http/request-metrics.js';
@@ -39,9 +40,11 @@ export interface ListenerInfo {
   readonly inference: string;
   readonly management: string;
   readonly metrics: string;
+  /** `host:port` of the v2 gRPC listener, when `grpc_address` is set. */
+  readonly grpc?: string;
 }
 
-/** A running Kiln server: three listeners over one model manager. */
+/** A running Kiln server: three HTTP listeners (and gRPC when configured) over one model manager. */
 export interface KilnServer {
   readonly urls: ListenerInfo;
   readonly models: ModelManager;
@@ -144,12 +147,17 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   };
 
   let urls: ListenerInfo;
+  let grpc: GrpcListener | undefined;
   try {
     urls = {
       inference: await listen(inference, config.inferenceAddress),
       management: await listen(management, config.managementAddress),
       metrics: await listen(metricsApp, config.metricsAddress),
     };
+    if (config.grpcAddress) {
+      grpc = await listenGrpc(server, config.grpcAddress);
+      urls = { ...urls, grpc: grpc.address };
+    }
   } catch (error) {
     await Promise.all(listeners.map((l) => new Promise((resolve) => l.close(resolve))));
     throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, 'cannot listen');
@@ -200,15 +208,16 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
       (stopping ??= (async () => {
         server.accepting = false;
         await models.shutdown(config.shutdownTimeoutMs);
-        await Promise.all(
-          listeners.map(
+        await Promise.all([
+          grpc?.close(config.shutdownTimeoutMs),
+          ...listeners.map(
             (l) =>
               new Promise<void>((resolve) => {
                 l.close(() => resolve());
                 l.closeIdleConnections();
               }),
           ),
-        );
+        ]);
       })()),
   };
 }

@@ -15,6 +15,7 @@ interface ServeOptions {
   inferenceAddress?: string;
   managementAddress?: string;
   metricsAddress?: string;
+  grpcAddress?: string;
 }
 
 export function registerServe(program: Command, cli: CliContext): void {
@@ -36,6 +37,7 @@ export function registerServe(program: Command, cli: CliContext): void {
     .option('--inference-address <url>', 'e.g. http://127.0.0.1:8080')
     .option('--management-address <url>', 'e.g. http://127.0.0.1:8081')
     .option('--metrics-address <url>', 'e.g. http://127.0.0.1:8082')
+    .option('--grpc-address <host:port>', 'v2 gRPC listener, e.g. 127.0.0.1:8085 (off by default)')
     .addHelpText(
       'after',
       `
@@ -55,6 +57,7 @@ Examples:
           inference_address: options.inferenceAddress,
           management_address: options.managementAddress,
           metrics_address: options.metricsAddress,
+          grpc_address: options.grpcAddress,
         },
       });
       // stdout carries the JSON log lines (access log included) and nothing else, so that it
@@ -65,6 +68,7 @@ Examples:
       cli.err(`  inference   ${server.urls.inference}`);
       cli.err(`  management  ${server.urls.management}`);
       cli.err(`  metrics     ${server.urls.metrics}/metrics`);
+      if (server.urls.grpc) cli.err(`  grpc        ${server.urls.grpc}`);
       const key = server.managementKey;
       if (key?.keyFile) {
         cli.err(`  management key ${key.token} (in ${key.keyFile})`);

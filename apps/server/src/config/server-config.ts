@@ -3,12 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'dot-properties';
 import { KilnError, KilnErrorCode, SERVING_DEFAULTS, type ServingProperties } from '@kiln/core';
+import { parseGrpcAddress } from '../grpc/grpc-address.js';
 
 /** Everything the server reads from config.properties (and KILN_* environment variables). */
 export interface ServerConfig {
   readonly inferenceAddress: string;
   readonly managementAddress: string;
   readonly metricsAddress: string;
+  /** `host:port` of the v2 gRPC listener; undefined = off. */
+  readonly grpcAddress: string | undefined;
   /** Folder of models; model URLs are allowed inside it by default. */
   readonly modelStore: string | undefined;
   /** Model URLs loaded at start (`load_models`, comma-separated; `ALL` = every entry of the store). */
@@ -60,6 +63,7 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   inference_address: 'http://127.0.0.1:8080',
   management_address: 'http://127.0.0.1:8081',
   metrics_address: 'http://127.0.0.1:8082',
+  grpc_address: '',
   model_store: '',
   load_models: '',
   allowed_urls: '',
@@ -168,10 +172,13 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
   const store = raw.model_store!.trim();
   for (const key of ['inference_address', 'management_address', 'metrics_address'])
     parseAddress(raw[key]!, key);
+  const grpcAddress = raw.grpc_address!.trim() || undefined;
+  if (grpcAddress) parseGrpcAddress(grpcAddress);
   return {
     inferenceAddress: raw.inference_address!,
     managementAddress: raw.management_address!,
     metricsAddress: raw.metrics_address!,
+    grpcAddress,
     modelStore: store === '' ? undefined : path.resolve(baseDir, store),
     loadModels: list('load_models'),
     allowedUrls: list('allowed_urls'),

@@ -11,7 +11,7 @@ import {
   resolveTranslator,
   withRawTensorPath,
 } from '@kiln/core';
-import type { JobHandle } from '@kiln/batching';
+import type { JobHandle, JobOptions } from '@kiln/batching';
 import {
   type WorkerPool,
   type WorkerPoolSettingsInput,
@@ -200,7 +200,12 @@ export class ModelManager {
    * Queues one request for a model and returns its handle (await `result`, or `cancel()`);
    * throws at once when the model cannot take it.
    */
-  submit(name: string, version: string | undefined, input: ServingInput): JobHandle<ServingOutput> {
+  submit(
+    name: string,
+    version: string | undefined,
+    input: ServingInput,
+    options: JobOptions = {},
+  ): JobHandle<ServingOutput> {
     const entry = this.get(name, version);
     if (entry.generator)
       throw new KilnError(
@@ -219,7 +224,7 @@ export class ModelManager {
         `model ${name} ${why}`,
       );
     }
-    return entry.pool.submit(input);
+    return entry.pool.submit(input, options);
   }
 
   async scale(

@@ -1,19 +1,12 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { KilnError, KilnErrorCode, type TensorDescriptor, dtypeNames } from '@kiln/core';
-import { pingStatus, type ModelEntry } from '../models/model-entry.js';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import type { ModelEntry } from '../models/model-entry.js';
 import { readBody } from '../http/read-body.js';
 import { answerUnlessGone } from '../http/serving-request.js';
 import { BINARY_HEADER, buildV2Reply, parseV2Request } from './v2-infer.js';
+import { V2_EXTENSIONS, modelMetadata, modelReady, serverReady } from './v2-metadata.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
-
-/** Triton-style platform names per engine. */
-const PLATFORMS: Record<string, string> = {
-  OnnxRuntime: 'onnxruntime_onnx',
-  PyTorch: 'pytorch_libtorch',
-  TensorFlow: 'tensorflow_tfjs',
-  DLR: 'tvm_dlr',
-};
 
 /** The Open Inference Protocol (KServe v2) as Triton serves it. */
 export function v2Routes(server: ServerContext): Router {
@@ -27,7 +20,7 @@ export function v2Routes(server: ServerContext): Router {
     ctx.body = {
       name: 'kiln',
       version: server.version,
-      extensions: ['binary_tensor_data', 'model_repository'],
+      extensions: [...V2_EXTENSIONS],
     };
   });
   router.get('/health/live', (ctx) => {
@@ -35,32 +28,19 @@ export function v2Routes(server: ServerContext): Router {
     ctx.body = { live: true };
   });
   router.get('/health/ready', (ctx) => {
-    const ready =
-      server.accepting && server.models.list().every((e) => pingStatus(e) === 'Healthy');
+    const ready = serverReady(server);
     ctx.status = ready ? 200 : 503;
     ctx.body = { ready };
   });
 
   const metadata = (ctx: Context) => {
-    const entry = server.models.get(ctx.params.model!, ctx.params.version);
-    ctx.state.model = entry.name;
-    const signature = entry.signature;
-    ctx.body = {
-      name: entry.name,
-      versions: server.models
-        .versions(entry.name)
-        .map((e) => e.version)
-        .filter(Boolean),
-      platform:
-        PLATFORMS[signature?.engine ?? entry.engineName ?? ''] ?? signature?.engine ?? 'unknown',
-      inputs: (signature?.inputs ?? []).map(describeTensor),
-      outputs: (signature?.outputs ?? []).map(describeTensor),
-      ...(entry.state !== 'READY' ? { state: entry.state } : {}),
-    };
+    const described = modelMetadata(server, ctx.params.model!, ctx.params.version);
+    ctx.state.model = described.name;
+    ctx.body = described;
   };
   const ready = (ctx: Context) => {
     const entry = server.models.get(ctx.params.model!, ctx.params.version);
-    const isReady = pingStatus(entry) === 'Healthy';
+    const isReady = modelReady(server, entry.name, entry.version);
     ctx.status = isReady ? 200 : 503;
     ctx.body = { name: entry.name, ready: isReady };
   };
@@ -98,13 +78,4 @@ export function v2Routes(server: ServerContext): Router {
   router.post('/models/:model/infer', infer);
   router.post('/models/:model/versions/:version/infer', infer);
   return router;
-}
-
-/** A model's tensor for v2 metadata; what the model does not declare (TorchScript) is left out. */
-function describeTensor(d: TensorDescriptor) {
-  return {
-    name: d.name,
-    ...(d.dtype === undefined ? {} : { datatype: dtypeNames(d.dtype).v2 }),
-    ...(d.shape === undefined ? {} : { shape: [...d.shape] }),
-  };
 }

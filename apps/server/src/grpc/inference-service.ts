@@ -1,0 +1,117 @@
+import {
+  Metadata,
+  type ServerUnaryCall,
+  type UntypedServiceImplementation,
+  type sendUnaryData,
+} from '@grpc/grpc-js';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import type { ServerContext } from '../routes/server-context.js';
+import { V2_EXTENSIONS, modelMetadata, modelReady, serverReady } from '../routes/v2-metadata.js';
+import type { ModelInferRequest, ModelInferResponse, ModelRef } from './grpc-messages.js';
+import { decodeInferInputs, encodeInferResponse } from './grpc-tensors.js';
+import { grpcStatusName, toGrpcError } from './grpc-status.js';
+
+type Handler<Req, Res> = (call: ServerUnaryCall<Req, Res>) => Res | Promise<Res>;
+
+/** `inference.GRPCInferenceService` over the server's models, queues and metrics. */
+export function inferenceService(server: ServerContext): UntypedServiceImplementation {
+  const unary =
+    <Req, Res>(method: string, handler: Handler<Req, Res>) =>
+    (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+      const started = performance.now();
+      const model = modelOf(call.request);
+      const finish = (status: string) => {
+        const labels = { api: 'grpc', route: method, model };
+        server.metrics.requests.inc({ ...labels, status });
+        server.metrics.requestSeconds.observe(labels, (performance.now() - started) / 1000);
+      };
+      // An async function, so that a synchronous throw becomes a status too.
+      void (async () => handler(call))().then(
+        (response) => {
+          finish('OK');
+          callback(null, response);
+        },
+        (error: unknown) => {
+          const { code, details } = toGrpcError(error);
+          finish(grpcStatusName(code));
+          if (!(error instanceof KilnError))
+            server.log.error({ err: error, method }, 'gRPC call failed');
+          callback({ code, details, metadata: new Metadata() });
+        },
+      );
+    };
+
+  return {
+    ServerLive: unary('ServerLive', () => ({ live: true })),
+    ServerReady: unary('ServerReady', () => ({ ready: serverReady(server) })),
+    ModelReady: unary<ModelRef, { ready: boolean }>('ModelReady', ({ request }) => ({
+      ready: modelReady(server, request.name, request.version || undefined),
+    })),
+    ServerMetadata: unary('ServerMetadata', () => ({
+      name: 'kiln',
+      version: server.version,
+      extensions: [...V2_EXTENSIONS],
+    })),
+    ModelMetadata: unary<ModelRef, unknown>('ModelMetadata', ({ request }) =>
+      modelMetadata(server, request.name, request.version || undefined),
+    ),
+    ModelInfer: unary<ModelInferRequest, ModelInferResponse>('ModelInfer', (call) =>
+      modelInfer(server, call),
+    ),
+  };
+}
+
+/**
+ * One inference through the model's queue. The client's deadline bounds the time the job
+ * may wait in the queue, and a call the client cancels (or whose deadline passes) cancels
+ * the job, queued or running.
+ */
+async function modelInfer(
+  server: ServerContext,
+  call: ServerUnaryCall<ModelInferRequest, ModelInferResponse>,
+): Promise<ModelInferResponse> {
+  if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
+  const { request } = call;
+  const version = request.model_version || undefined;
+  const entry = server.models.get(request.model_name, version);
+  const inputs = decodeInferInputs(request);
+  const cancel = new AbortController();
+  const onCancelled = () => cancel.abort(new Error('client cancelled the call'));
+  call.once('cancelled', onCancelled);
+  try {
+    const remainingMs = msUntil(call.getDeadline());
+    if (remainingMs <= 0) throw new KilnError(KilnErrorCode.Timeout, 'deadline exceeded');
+    const handle = server.models.submit(
+      entry.name,
+      version,
+      { tensors: inputs, rawTensors: true },
+      {
+        signal: cancel.signal,
+        ...(Number.isFinite(remainingMs)
+          ? { timeoutMs: Math.min(remainingMs, server.config.predictTimeoutMs) }
+          : {}),
+      },
+    );
+    const output = await handle.result;
+    if (output.type !== 'tensors') {
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `model ${entry.name} answers JSON, not tensors; use /predictions/${entry.name} over HTTP`,
+      );
+    }
+    return encodeInferResponse(request, output.tensors, entry);
+  } finally {
+    call.off('cancelled', onCancelled);
+  }
+}
+
+function msUntil(deadline: Date | number): number {
+  const at = deadline instanceof Date ? deadline.getTime() : deadline;
+  return at === Infinity ? Infinity : at - Date.now();
+}
+
+function modelOf(request: unknown): string {
+  const r = request as { model_name?: unknown; name?: unknown } | undefined;
+  const name = r?.model_name ?? r?.name;
+  return typeof name === 'string' ? name : '';
+}

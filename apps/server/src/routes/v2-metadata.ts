@@ -1,0 +1,69 @@
+import { type TensorDescriptor, dtypeNames } from '@kiln/core';
+import { pingStatus } from '../models/model-entry.js';
+import type { ServerContext } from './server-context.js';
+
+/** Triton-style platform names per engine. */
+const PLATFORMS: Record<string, string> = {
+  OnnxRuntime: 'onnxruntime_onnx',
+  PyTorch: 'pytorch_libtorch',
+  TensorFlow: 'tensorflow_tfjs',
+  DLR: 'tvm_dlr',
+};
+
+/** Protocol extensions Kiln implements. */
+export const V2_EXTENSIONS = ['binary_tensor_data', 'model_repository'] as const;
+
+/** What the model does not declare (TorchScript inputs) is left out. */
+export interface V2TensorMetadata {
+  name: string;
+  datatype?: string;
+  shape?: number[];
+}
+
+export interface V2ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: V2TensorMetadata[];
+  outputs: V2TensorMetadata[];
+  state?: string;
+}
+
+/** Ready: accepting requests and every model serving (what HTTP and gRPC readiness answer). */
+export function serverReady(server: ServerContext): boolean {
+  return server.accepting && server.models.list().every((e) => pingStatus(e) === 'Healthy');
+}
+
+export function modelReady(server: ServerContext, name: string, version?: string): boolean {
+  return pingStatus(server.models.get(name, version)) === 'Healthy';
+}
+
+/** A model's v2 metadata; -1 marks dynamic dimensions. */
+export function modelMetadata(
+  server: ServerContext,
+  name: string,
+  version?: string,
+): V2ModelMetadata {
+  const entry = server.models.get(name, version);
+  const signature = entry.signature;
+  return {
+    name: entry.name,
+    versions: server.models
+      .versions(entry.name)
+      .map((e) => e.version)
+      .filter(Boolean),
+    platform:
+      PLATFORMS[signature?.engine ?? entry.engineName ?? ''] ?? signature?.engine ?? 'unknown',
+    inputs: (signature?.inputs ?? []).map(describeTensor),
+    outputs: (signature?.outputs ?? []).map(describeTensor),
+    ...(entry.state !== 'READY' ? { state: entry.state } : {}),
+  };
+}
+
+function describeTensor(d: TensorDescriptor): V2TensorMetadata {
+  return {
+    name: d.name,
+    ...(d.dtype === undefined ? {} : { datatype: dtypeNames(d.dtype).v2 }),
+    ...(d.shape === undefined ? {} : { shape: [...d.shape] }),
+  };
+}
