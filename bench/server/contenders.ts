@@ -64,8 +64,12 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-/** `kiln serve` in a child process, as a user would run it. */
-export async function startKiln(workload: Workload, port: number): Promise<RunningServer> {
+/** `kiln serve` in a child process, as a user would run it (`extraArgs`: more flags). */
+export async function startKiln(
+  workload: Workload,
+  port: number,
+  extraArgs: readonly string[] = [],
+): Promise<RunningServer> {
   const child = spawn(
     KILN_BIN,
     [
@@ -78,6 +82,7 @@ export async function startKiln(workload: Workload, port: number): Promise<Runni
       `http://127.0.0.1:${port + 1}`,
       '--metrics-address',
       `http://127.0.0.1:${port + 2}`,
+      ...extraArgs,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' } },
   );
