@@ -5,6 +5,7 @@ import { pino } from 'pino';
 import { type ModelManager, loadServerConfig, startKilnServer } from '@kiln/server';
 import { buildIrisDemo } from '@kiln/model-tools';
 import type { CliContext } from '../cli-context.js';
+import { UsageError } from '../cli-errors.js';
 import { collect } from './repeatable-options.js';
 
 interface ServeOptions {
@@ -16,6 +17,8 @@ interface ServeOptions {
   managementAddress?: string;
   metricsAddress?: string;
   grpcAddress?: string;
+  model_dir?: string;
+  model_name?: string;
 }
 
 export function registerServe(program: Command, cli: CliContext): void {
@@ -34,6 +37,8 @@ export function registerServe(program: Command, cli: CliContext): void {
     )
     .option('-f, --config-file <file>', 'config.properties file')
     .option('--demo', 'serve the bundled Iris demo model (built on first use)')
+    .option('--model_dir <dir>', "KServe's convention: serve the model folder (/mnt/models)")
+    .option('--model_name <name>', 'name of the --model_dir model (default: from the folder)')
     .option('--inference-address <url>', 'e.g. http://127.0.0.1:8080')
     .option('--management-address <url>', 'e.g. http://127.0.0.1:8081')
     .option('--metrics-address <url>', 'e.g. http://127.0.0.1:8082')
@@ -45,10 +50,16 @@ Examples:
   kiln serve --demo
   kiln serve -m resnet::OnnxRuntime=file:///models/resnet18 -m mlp=./models/mlp.zip
   kiln serve -s ./model-store -f config.properties
+  kiln serve --model_dir /mnt/models --model_name resnet --grpc-address 0.0.0.0:8081
   KILN_INFERENCE_ADDRESS=http://0.0.0.0:8080 kiln serve -s ./model-store`,
     )
     .action(async (options: ServeOptions) => {
       const models = [...options.model];
+      if (options.model_dir)
+        models.push(
+          options.model_name ? `${options.model_name}=${options.model_dir}` : options.model_dir,
+        );
+      else if (options.model_name) throw new UsageError('--model_name needs --model_dir');
       if (options.demo) models.push(`iris=${await ensureDemoModel(cli)}`);
       const config = loadServerConfig({
         ...(options.configFile ? { file: options.configFile } : {}),
