@@ -16,6 +16,8 @@ packages=(
   chromium               # headless check of the benchmark's HTML report
   wrk                    # HTTP load client for bench/server
   prometheus             # promtool, which checks the /metrics exposition
+  python3-grpcio python3-grpc-tools  # independent v2 gRPC client (stubs generated in tests)
+  haproxy                # load balancer of the scale-out check (deploy/scale-out)
 )
 if [ "${KILN_SKIP_APT:-}" != "1" ]; then
   sudo=""
