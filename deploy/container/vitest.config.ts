@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+// `npm run test:container`: builds the image and runs it; minutes, so not part of `npm test`.
+export default defineConfig({
+  test: {
+    include: ['container/**/*.test.ts'],
+    exclude: ['**/node_modules/**', '**/dist/**'],
+    testTimeout: 120_000,
+    hookTimeout: 1_200_000,
+  },
+});
