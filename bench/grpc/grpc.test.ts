@@ -15,7 +15,19 @@ describe.runIf(availability.run)('bench/grpc', () => {
   it('loads one kiln serve over gRPC and HTTP and prints the ratio against its goal', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', RUN, '--seconds', '1', '--rounds', '1', '--port', '18650'],
+      [
+        '-C',
+        '@kiln/source',
+        '--import',
+        'tsx',
+        RUN,
+        '--seconds',
+        '1',
+        '--rounds',
+        '1',
+        '--port',
+        '18650',
+      ],
       { timeout: 150_000 },
     );
     expect(stdout).toMatch(/grpc ModelInfer\s+[\d.]+ \[/);

@@ -3,7 +3,7 @@
 // Both clients come from one language (Python: grpcio and http.client, in a process of their
 // own; or Node: grpc-js and node:http), so that the protocols differ, not the clients. Contenders alternate (A B, B A, …); figures are median
 // [min–max] over the rounds, the ratio taken within each round.
-//   node --import tsx bench/grpc/run.ts [--seconds 8] [--rounds 3] [--concurrency 8]
+//   node -C @kiln/source --import tsx bench/grpc/run.ts [--seconds 8] [--rounds 3] [--concurrency 8]
 //     [--client python|node]
 import fs from 'node:fs';
 import os from 'node:os';

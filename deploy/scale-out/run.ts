@@ -4,7 +4,7 @@
 // 2. Replica loss: HTTP and gRPC clients load both replicas; one is stopped mid-run (SIGTERM:
 //    it drains; SIGKILL: its requests in flight die and the clients retry). Every request must
 //    end with the right answer, or with an error its caller sees — none lost silently.
-//   node --import tsx deploy/scale-out/run.ts [--seconds 8] [--rounds 3] [--concurrency 8]
+//   node -C @kiln/source --import tsx deploy/scale-out/run.ts [--seconds 8] [--rounds 3] [--concurrency 8]
 //     [--kill-seconds 12] [--port 18700]
 import { type ChildProcess, spawn } from 'node:child_process';
 import fs from 'node:fs';

@@ -14,6 +14,8 @@ describe.runIf(available)('scale-out behind haproxy', () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       [
+        '-C',
+        '@kiln/source',
         '--import',
         'tsx',
         RUN,
