@@ -73,6 +73,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     log,
     version: SERVER_VERSION,
     accepting: true,
+    startupRegistered: false,
   };
   const errorOptions = { overloadStatus: config.overloadStatus, retryAfterS: config.retryAfterS };
 
@@ -196,6 +197,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
         );
       }
     }
+    server.startupRegistered = true;
   })();
 
   let stopping: Promise<void> | undefined;

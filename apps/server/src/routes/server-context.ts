@@ -13,6 +13,8 @@ export interface ServerContext {
   readonly version: string;
   /** False once SIGTERM arrived: new predictions are refused while accepted ones finish. */
   accepting: boolean;
+  /** False until every model named at start is registered: before that, readiness says no. */
+  startupRegistered: boolean;
 }
 
 export function bodyLimits(server: ServerContext): BodyLimits {

@@ -29,9 +29,17 @@ export interface V2ModelMetadata {
   state?: string;
 }
 
-/** Ready: accepting requests and every model serving (what HTTP and gRPC readiness answer). */
+/**
+ * Ready (what HTTP and gRPC readiness answer): the models named at start registered, every
+ * model serving, and no shutdown under way — so that Kubernetes sends no traffic to a replica
+ * whose models are still on their way.
+ */
 export function serverReady(server: ServerContext): boolean {
-  return server.accepting && server.models.list().every((e) => pingStatus(e) === 'Healthy');
+  return (
+    server.accepting &&
+    server.startupRegistered &&
+    server.models.list().every((e) => pingStatus(e) === 'Healthy')
+  );
 }
 
 export function modelReady(server: ServerContext, name: string, version?: string): boolean {
