@@ -8,7 +8,7 @@ import { type Client, Metadata, type ServiceError, credentials } from '@grpc/grp
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildIrisDemo, slowModel } from '@kiln/model-tools';
 import { loadInferencePackage } from '@kiln/server';
-import { missingTools, podman } from './podman.js';
+import { missingTools, podman, podmanLogs } from './podman.js';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const README = path.join(HERE, '..', '..', 'README.md');
@@ -76,7 +76,7 @@ beforeAll(async () => {
     if (ready?.status === 200) return;
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  throw new Error(`container not ready: ${await podman(['logs', NAME]).catch(String)}`);
+  throw new Error(`container not ready: ${await podmanLogs(NAME).catch(String)}`);
 }, 1_200_000);
 
 afterAll(async () => {
@@ -174,7 +174,7 @@ describe.skipIf(missing !== undefined)('the Kiln container image', () => {
     const state = JSON.parse(await podman(['inspect', NAME, '--format', '{{json .State}}'])) as {
       ExitCode: number;
     };
-    logs = await podman(['logs', NAME]);
+    logs = await podmanLogs(NAME);
     expect(logs).toMatch(/SIGTERM: draining in-flight requests/);
     expect(logs).toMatch(/stopped/);
     expect(state.ExitCode).toBe(0);

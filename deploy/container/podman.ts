@@ -24,3 +24,13 @@ export function missingTools(): string | undefined {
     ? `${missing.join(', ')} not installed (apt-get install podman runc uidmap mmdebstrap dpkg-repack)`
     : undefined;
 }
+
+/** A container's output: podman logs writes the container's stderr to its own stderr. */
+export async function podmanLogs(name: string): Promise<string> {
+  const { stdout, stderr } = await promisify(execFile)(
+    'podman',
+    ['--runtime', 'runc', 'logs', name],
+    { env, maxBuffer: 64 * 1024 * 1024 },
+  );
+  return `${stdout}${stderr}`;
+}
