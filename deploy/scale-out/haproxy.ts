@@ -39,7 +39,9 @@ export function haproxyConfig(replicas: readonly Replica[], ports: HaproxyPorts)
   const backend = (name: string, kind: 'http' | 'grpc', only?: number) => `
 backend ${name}
   balance leastconn
-  option httpchk GET /v2/health/ready
+  # HTTP/1.1 with a Host header: Kiln refuses requests whose Host it does not serve.
+  option httpchk
+  http-check send meth GET uri /v2/health/ready ver HTTP/1.1 hdr Host localhost
   http-check expect status 200
   retries 2
   option redispatch
