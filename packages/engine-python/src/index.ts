@@ -1,0 +1,18 @@
+export { createPythonEngine, provider, type PythonEngineOptions } from './provider.js';
+export { PythonEngine } from './python-engine.js';
+export { PythonModel, PythonExecutionContext, ENGINE_NAME } from './python-model.js';
+export { PythonWorker, PYTHON_PACKAGE_DIR, type PythonWorkerOptions } from './python-worker.js';
+export {
+  encodeFrame,
+  decodeFrame,
+  FrameReader,
+  FrameKind,
+  type Frame,
+  type Content,
+} from './frames.js';
+export {
+  resolveModelSettings,
+  defaultPythonExecutable,
+  type PythonModelSettings,
+} from './options.js';
+export { provider as default } from './provider.js';

@@ -1,0 +1,45 @@
+import { existsSync } from 'node:fs';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+
+/** Settings of a Python model, from serving.properties' option.* keys (DJL's names). */
+export interface PythonModelSettings {
+  readonly pythonExecutable: string;
+  readonly entryPoint: string;
+  readonly handler: string;
+  readonly loadTimeoutMs: number;
+  readonly predictTimeoutMs: number;
+}
+
+/**
+ * Debian's python3-numpy/python3-torch import only under the system interpreter, so it is the
+ * default when present; otherwise the first python3 on PATH.
+ */
+export function defaultPythonExecutable(): string {
+  return existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
+}
+
+export function resolveModelSettings(
+  options: Readonly<Record<string, string>>,
+): PythonModelSettings {
+  return {
+    pythonExecutable: options.pythonExecutable ?? defaultPythonExecutable(),
+    entryPoint: options.entryPoint ?? 'model.py',
+    handler: options.handler ?? 'handle',
+    // DJL's defaults: 240 s to load, 120 s per prediction.
+    loadTimeoutMs: seconds(options, 'model_loading_timeout', 240),
+    predictTimeoutMs: seconds(options, 'predict_timeout', 120),
+  };
+}
+
+function seconds(options: Readonly<Record<string, string>>, key: string, fallback: number): number {
+  const raw = options[key];
+  if (raw === undefined) return fallback * 1000;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `option.${key} must be a positive number of seconds, got ${raw}`,
+    );
+  }
+  return value * 1000;
+}

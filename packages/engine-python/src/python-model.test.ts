@@ -1,0 +1,195 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  CPU,
+  KilnErrorCode,
+  NDList,
+  Tensor,
+  parseServingProperties,
+  type ExecutionContext,
+} from '@kiln/core';
+import { createPythonEngine } from './provider.js';
+import type { PythonModel } from './python-model.js';
+
+const PYTHON = '/usr/bin/python3';
+const reason = numpyMissing();
+if (reason) console.warn(`engine-python tests skipped: ${reason}`);
+
+function numpyMissing(): string | undefined {
+  try {
+    execFileSync(PYTHON, ['-c', 'import numpy'], { stdio: 'ignore' });
+    return undefined;
+  } catch {
+    return `${PYTHON} cannot import numpy (apt-get install python3-numpy)`;
+  }
+}
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+async function load(source: string, options: Record<string, string> = {}): Promise<PythonModel> {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-python-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, 'model.py'), source);
+  const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
+  return (await engine.loadModel({
+    name: 'm',
+    modelDir: dir,
+    device: CPU,
+    options: { pythonExecutable: PYTHON, ...options },
+    properties: parseServingProperties(''),
+  })) as PythonModel;
+}
+
+const DOUBLE = `
+from djl_python import Input, Output
+def handle(inputs: Input):
+    if inputs.is_empty():
+        return None
+    x = inputs.get_as_numpy()[0]
+    return Output().add_as_numpy([x * 2, x.sum(keepdims=True)])
+`;
+
+describe.skipIf(reason)('Python engine', () => {
+  it('runs handle(inputs) in its own process with raw tensors both ways', async () => {
+    const model = await load(DOUBLE);
+    const context = await model.newExecutionContext();
+    const input = new Tensor('float32', new Float32Array([1, 2, 3, 4]), [2, 2], 'x');
+    const output = await context.forward(NDList.of(input));
+    expect(output.get(0).dtype).toBe('float32');
+    expect(output.get(0).shape).toEqual([2, 2]);
+    expect([...(output.get(0).data as Float32Array)]).toEqual([2, 4, 6, 8]);
+    expect([...(output.get(1).data as Float32Array)]).toEqual([10]);
+    expect(model.describe()).toMatchObject({
+      entryPoint: 'model.py',
+      handler: 'handle',
+      workers: 1,
+    });
+    await model.dispose();
+  });
+
+  it('gives each context its own Python process', async () => {
+    const model = await load(`
+import os
+from djl_python import Output
+import numpy as np
+def handle(inputs):
+    return Output().add_as_numpy([np.array([os.getpid()], dtype=np.int64)])
+`);
+    const [a, b] = await Promise.all([model.newExecutionContext(), model.newExecutionContext()]);
+    const pid = async (c: ExecutionContext) => (await c.forward(new NDList())).get(0).data[0];
+    expect(await pid(a)).not.toEqual(await pid(b));
+    expect(await pid(a)).not.toEqual(BigInt(process.pid));
+    await model.dispose();
+  });
+
+  it('runs the DJL Input/Output API: bytes, strings, JSON, npz, properties', async () => {
+    const model = await load(`
+import io, json
+import numpy as np
+from djl_python import Input, Output
+def handle(inputs: Input):
+    if inputs.is_empty():
+        return None
+    out = Output()
+    out.add_property("seen", inputs.get_property("missing") is None)
+    out.add_as_json({"text": inputs.get_as_string("text"), "json": inputs.get_as_json("doc"),
+                     "batch": inputs.is_batch(), "n": len(inputs.get_batches()),
+                     "props": inputs.get_properties()}, key="json")
+    buf = io.BytesIO(); np.savez(buf, np.arange(3, dtype=np.int32))
+    npz = Input(contents=[("f", buf.getvalue())]).get_as_npz()
+    out.add_as_numpy(npz, key="npz")
+    out.add(inputs.get_as_bytes("text"), key="raw")
+    return out
+`);
+    const context = await model.newExecutionContext();
+    const text = new Tensor('uint8', new TextEncoder().encode('héllo'), [6], 'text');
+    const doc = new Tensor('uint8', new TextEncoder().encode('{"a":[1,2]}'), [11], 'doc');
+    const output = await context.forward(NDList.of(text, doc));
+    const json = JSON.parse(
+      Buffer.from(output.get('json').data as Uint8Array).toString(),
+    ) as unknown;
+    expect(json).toEqual({ text: 'héllo', json: { a: [1, 2] }, batch: false, n: 1, props: {} });
+    expect(output.get('npz').dtype).toBe('int32');
+    expect([...(output.get('npz').data as Int32Array)]).toEqual([0, 1, 2]);
+    expect(Buffer.from(output.get('raw').data as Uint8Array).toString()).toBe('héllo');
+    await model.dispose();
+  });
+
+  it('answers a handler exception as an engine error and keeps the worker', async () => {
+    const model = await load(`
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    raise ValueError("bad pixels")
+`);
+    const context = await model.newExecutionContext();
+    await expect(context.forward(new NDList([Tensor.zeros('float32', [1])]))).rejects.toMatchObject(
+      {
+        code: KilnErrorCode.EngineError,
+        message: 'ValueError: bad pixels',
+      },
+    );
+    await expect(context.forward(new NDList([Tensor.zeros('float32', [1])]))).rejects.toThrow(
+      /bad pixels/,
+    );
+    await model.dispose();
+  });
+
+  it('fails a crashed call, then replaces the dead worker', async () => {
+    const model = await load(`
+import os
+from djl_python import Output
+def handle(inputs):
+    if not inputs.is_empty() and inputs.get_as_numpy()[0][0] == 1:
+        os._exit(3)
+    return Output().add("ok")
+`);
+    const context = await model.newExecutionContext();
+    await expect(
+      context.forward(NDList.of(new Tensor('float32', new Float32Array([1]), [1]))),
+    ).rejects.toMatchObject({
+      code: KilnErrorCode.WorkerCrashed,
+    });
+    const output = await context.forward(
+      NDList.of(new Tensor('float32', new Float32Array([0]), [1])),
+    );
+    expect(Buffer.from(output.get(0).data as Uint8Array).toString()).toBe('ok');
+    await model.dispose();
+  });
+
+  it('kills a handler that outlives option.predict_timeout', async () => {
+    const model = await load(
+      `
+import time
+def handle(inputs):
+    if not inputs.is_empty():
+        time.sleep(60)
+`,
+      { predict_timeout: '0.5' },
+    );
+    const context = await model.newExecutionContext();
+    await expect(context.forward(NDList.of(Tensor.zeros('float32', [1])))).rejects.toMatchObject({
+      code: KilnErrorCode.Timeout,
+    });
+    await model.dispose();
+  });
+
+  it('fails loading with the reason when model.py does not import', async () => {
+    const model = await load('import no_such_module_here\n');
+    await expect(model.newExecutionContext()).rejects.toMatchObject({
+      code: KilnErrorCode.ModelLoadFailed,
+      message: expect.stringMatching(/No module named 'no_such_module_here'/) as unknown,
+    });
+  });
+
+  it('bounds the init call by option.model_loading_timeout', async () => {
+    const model = await load('import time\ntime.sleep(60)\n', { model_loading_timeout: '0.5' });
+    await expect(model.newExecutionContext()).rejects.toMatchObject({
+      code: KilnErrorCode.ModelLoadFailed,
+    });
+  });
+});
