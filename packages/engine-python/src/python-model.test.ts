@@ -11,17 +11,17 @@ import {
   parseServingProperties,
   type ExecutionContext,
 } from '@kiln/core';
+import { checkEngine } from '@kiln/testing';
 import { createPythonEngine } from './provider.js';
 import type { PythonModel } from './python-model.js';
 
 const PYTHON = '/usr/bin/python3';
-const reason = numpyMissing();
-if (reason) console.warn(`engine-python tests skipped: ${reason}`);
+const { run } = await checkEngine('Python', () => Promise.resolve(numpyMissing()));
 
-function numpyMissing(): string | undefined {
+function numpyMissing(): string | null {
   try {
     execFileSync(PYTHON, ['-c', 'import numpy'], { stdio: 'ignore' });
-    return undefined;
+    return null;
   } catch {
     return `${PYTHON} cannot import numpy (apt-get install python3-numpy)`;
   }
@@ -53,7 +53,7 @@ def handle(inputs: Input):
     return Output().add_as_numpy([x * 2, x.sum(keepdims=True)])
 `;
 
-describe.skipIf(reason)('Python engine', () => {
+describe.skipIf(!run)('Python engine', () => {
   it('runs handle(inputs) in its own process with raw tensors both ways', async () => {
     const model = await load(DOUBLE);
     const context = await model.newExecutionContext();

@@ -6,6 +6,7 @@ export const DEFAULT_ENGINE_MODULES = [
   '@kiln/engine-libtorch',
   '@kiln/engine-tensorflow',
   '@kiln/engine-dlr',
+  '@kiln/engine-python',
 ] as const;
 
 /**
