@@ -1,0 +1,107 @@
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { checkEngine } from '@kiln/testing';
+import {
+  type TestServer,
+  expectCleanError,
+  jsonOf,
+  startTestServer,
+  tempDir,
+} from '../support/server-harness.js';
+
+// DJL Serving's Python mode behind the real server: model.py + handle(inputs) over HTTP.
+const { run } = await checkEngine('Python', () => {
+  try {
+    execFileSync('/usr/bin/python3', ['-c', 'import numpy'], { stdio: 'ignore' });
+    return Promise.resolve(null);
+  } catch {
+    return Promise.resolve('/usr/bin/python3 cannot import numpy (apt-get install python3-numpy)');
+  }
+});
+
+const MODELS: Record<string, string> = {
+  double: `
+from djl_python import Input, Output
+def handle(inputs: Input):
+    if inputs.is_empty():
+        return None
+    return Output().add_as_numpy([inputs.get_as_numpy()[0] * 2], key="y")
+`,
+  failing: `
+def handle(inputs):
+    if not inputs.is_empty():
+        raise RuntimeError("no cats today")
+`,
+  crashing: `
+import os
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    x = inputs.get_as_numpy()[0]
+    if x.flat[0] < 0:
+        os._exit(1)
+    return Output().add_as_numpy([x + 1], key="y")
+`,
+};
+
+let t: TestServer;
+
+beforeAll(async () => {
+  if (!run) return;
+  const root = tempDir('python-mode');
+  const urls = Object.entries(MODELS).map(([name, source]) => {
+    const dir = path.join(root, name);
+    fs.mkdirSync(dir);
+    fs.writeFileSync(path.join(dir, 'model.py'), source);
+    fs.writeFileSync(
+      path.join(dir, 'serving.properties'),
+      'option.pythonExecutable=/usr/bin/python3\n',
+    );
+    return `${name}::Python=${dir}`;
+  });
+  t = await startTestServer({ models: urls });
+  await t.settled();
+});
+
+afterAll(async () => {
+  await t?.stop();
+});
+
+function infer(model: string, data: number[]): Promise<Response> {
+  return fetch(`${t.inference}/v2/models/${model}/infer`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [1, data.length], data }],
+    }),
+  });
+}
+
+describe.skipIf(!run)('Python mode over HTTP', () => {
+  it('answers v2 infer from handle(inputs) with raw tensors', async () => {
+    const { status, body } = await jsonOf(await infer('double', [1, 2.5, -3]));
+    expect(status).toBe(200);
+    const outputs = (body as { outputs: { name: string; shape: number[]; data: number[] }[] })
+      .outputs;
+    expect(outputs[0]).toMatchObject({ name: 'y', shape: [1, 3], data: [2, 5, -6] });
+  });
+
+  it('answers a raising handler with a clean 5xx JSON error, and keeps serving', async () => {
+    const first = await jsonOf(await infer('failing', [1]));
+    expect(first.status).toBeGreaterThanOrEqual(500);
+    expect(expectCleanError(first.body)).toContain('no cats today');
+    expect((await infer('failing', [1])).status).toBeGreaterThanOrEqual(500);
+  });
+
+  it('fails the request of a crashed worker and serves the next one from a new process', async () => {
+    const crashed = await jsonOf(await infer('crashing', [-1]));
+    expect(crashed.status).toBeGreaterThanOrEqual(500);
+    expectCleanError(crashed.body);
+    const next = await jsonOf(await infer('crashing', [1]));
+    expect(next.status).toBe(200);
+    expect((next.body as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2]);
+  });
+});
