@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Tensor, decodeNpy, encodeNpy } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import {
   type TestServer,
@@ -103,5 +104,19 @@ describe.skipIf(!run)('Python mode over HTTP', () => {
     const next = await jsonOf(await infer('crashing', [1]));
     expect(next.status).toBe(200);
     expect((next.body as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2]);
+  });
+
+  it('answers /predictions with an npy body as npy', async () => {
+    const body = encodeNpy(new Tensor('float32', new Float32Array([1, 2, 3]), [3]));
+    const response = await fetch(`${t.inference}/predictions/double`, {
+      method: 'POST',
+      headers: { 'content-type': 'tensor/npy', accept: 'tensor/npy' },
+      body,
+    });
+    const bytes = new Uint8Array(await response.arrayBuffer());
+    expect(response.status, Buffer.from(bytes).toString()).toBe(200);
+    const y = decodeNpy(bytes);
+    expect(y.shape).toEqual([3]);
+    expect([...(y.data as Float32Array)]).toEqual([2, 4, 6]);
   });
 });
