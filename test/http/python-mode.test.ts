@@ -23,6 +23,16 @@ const { run } = await checkEngine('Python', () => {
 });
 
 const MODELS: Record<string, string> = {
+  pid: `
+import os, time
+import numpy as np
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    time.sleep(0.2)
+    return Output().add_as_numpy([np.array([os.getpid()], dtype=np.int32)], key="pid")
+`,
   double: `
 from djl_python import Input, Output
 def handle(inputs: Input):
@@ -119,4 +129,40 @@ describe.skipIf(!run)('Python mode over HTTP', () => {
     expect(y.shape).toEqual([3]);
     expect([...(y.data as Float32Array)]).toEqual([2, 4, 6]);
   });
+
+  it('scales Python processes up and down through the management API', async () => {
+    const scale = (n: number) =>
+      t.manage(`/models/pid?min_worker=${n}&max_worker=${n}&synchronous=true`, { method: 'PUT' });
+    expect((await scale(2)).status).toBe(200);
+    const pids = async () => {
+      const answers = await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          const { status, body } = await jsonOf(await infer('pid', [0]));
+          expect(status).toBe(200);
+          return (body as { outputs: { data: number[] }[] }).outputs[0]!.data[0]!;
+        }),
+      );
+      return new Set(answers);
+    };
+    const two = await pids();
+    expect(two.size).toBe(2);
+    expect(two.has(process.pid)).toBe(false);
+    expect((await scale(1)).status).toBe(200);
+    const one = await pids();
+    expect(one.size).toBe(1);
+    const gone = [...two].filter((pid) => !one.has(pid));
+    expect(gone).toHaveLength(1);
+    // The retired worker's process has exited.
+    for (let i = 0; i < 50 && gone.some(isAlive); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(gone.filter(isAlive)).toEqual([]);
+  });
 });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -186,6 +186,13 @@ def handle(inputs):
     });
   });
 
+  it('names a missing interpreter in the load error', async () => {
+    await expect(load('', { pythonExecutable: '/nonexistent/python3' })).rejects.toMatchObject({
+      code: KilnErrorCode.ModelLoadFailed,
+      message: expect.stringContaining('option.pythonExecutable') as unknown,
+    });
+  });
+
   it('bounds the init call by option.model_loading_timeout', async () => {
     const model = await load('import time\ntime.sleep(60)\n', { model_loading_timeout: '0.5' });
     await expect(model.newExecutionContext()).rejects.toMatchObject({

@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import {
   CPU,
@@ -37,23 +39,22 @@ export class PythonModel implements Model {
   private constructor(
     request: ModelLoadRequest,
     readonly settings: PythonModelSettings,
+    readonly pythonVersion: string,
   ) {
     this.name = request.name;
     this.modelDir = request.modelDir;
     this.properties = request.properties;
   }
 
-  static load(request: ModelLoadRequest): Promise<PythonModel> {
+  static async load(request: ModelLoadRequest): Promise<PythonModel> {
     const settings = resolveModelSettings(request.options);
     if (!existsSync(join(request.modelDir, settings.entryPoint))) {
-      return Promise.reject(
-        new KilnError(
-          KilnErrorCode.ModelLoadFailed,
-          `model ${request.name} has no ${settings.entryPoint} (option.entryPoint)`,
-        ),
+      throw new KilnError(
+        KilnErrorCode.ModelLoadFailed,
+        `model ${request.name} has no ${settings.entryPoint} (option.entryPoint)`,
       );
     }
-    return Promise.resolve(new PythonModel(request, settings));
+    return new PythonModel(request, settings, await pythonVersionOf(settings.pythonExecutable));
   }
 
   describe(): Record<string, unknown> {
@@ -61,6 +62,7 @@ export class PythonModel implements Model {
       entryPoint: this.settings.entryPoint,
       handler: this.settings.handler,
       pythonExecutable: this.settings.pythonExecutable,
+      pythonVersion: this.pythonVersion,
       workers: this.contexts.size,
     };
   }
@@ -139,4 +141,20 @@ function contentTensor(content: Content): AnyTensor {
     content.shape ?? [],
     content.name,
   );
+}
+
+async function pythonVersionOf(executable: string): Promise<string> {
+  try {
+    const { stdout } = await promisify(execFile)(
+      executable,
+      ['-c', 'import platform; print(platform.python_version())'],
+      { timeout: 30_000 },
+    );
+    return stdout.trim();
+  } catch (error) {
+    throw new KilnError(
+      KilnErrorCode.ModelLoadFailed,
+      `cannot run ${executable} (option.pythonExecutable): ${(error as Error).message}`,
+    );
+  }
 }
