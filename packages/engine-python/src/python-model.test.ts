@@ -66,6 +66,7 @@ describe.skipIf(!run)('Python engine', () => {
     expect(model.describe()).toMatchObject({
       entryPoint: 'model.py',
       handler: 'handle',
+      pythonVersion: expect.stringMatching(/^3\.\d+\.\d+/) as unknown,
       workers: 1,
     });
     await model.dispose();
