@@ -112,18 +112,29 @@ function toDType(name: string): DType {
   );
 }
 
-/** Splits a byte stream into frame bodies. */
+/** Splits a byte stream into frame bodies; a large frame is joined once, not per chunk. */
 export class FrameReader {
-  private chunks: Buffer = Buffer.alloc(0);
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+  private needed = 4;
 
   push(chunk: Buffer): Buffer[] {
-    this.chunks = this.chunks.length ? Buffer.concat([this.chunks, chunk]) : chunk;
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
     const bodies: Buffer[] = [];
-    while (this.chunks.length >= 4) {
-      const length = this.chunks.readUInt32LE(0);
-      if (this.chunks.length < 4 + length) break;
-      bodies.push(this.chunks.subarray(4, 4 + length));
-      this.chunks = this.chunks.subarray(4 + length);
+    while (this.buffered >= this.needed) {
+      const data = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
+      const length = data.readUInt32LE(0);
+      if (data.length < 4 + length) {
+        this.chunks = [data];
+        this.needed = 4 + length;
+        break;
+      }
+      bodies.push(data.subarray(4, 4 + length));
+      const rest = data.subarray(4 + length);
+      this.chunks = rest.length ? [rest] : [];
+      this.buffered = rest.length;
+      this.needed = 4;
     }
     return bodies;
   }

@@ -72,6 +72,16 @@ describe.skipIf(!run)('Python engine', () => {
     await model.dispose();
   });
 
+  it('carries a 600 kB tensor both ways intact', async () => {
+    const model = await load(DOUBLE);
+    const context = await model.newExecutionContext();
+    const data = Float32Array.from({ length: 150_528 }, (_, i) => (i % 1000) - 500);
+    const output = await context.forward(NDList.of(new Tensor('float32', data, [1, 3, 224, 224])));
+    expect(output.get(0).shape).toEqual([1, 3, 224, 224]);
+    expect((output.get(0).data as Float32Array).every((v, i) => v === 2 * data[i]!)).toBe(true);
+    await model.dispose();
+  });
+
   it('gives each context its own Python process', async () => {
     const model = await load(`
 import os
