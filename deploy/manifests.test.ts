@@ -185,6 +185,7 @@ const FORMAT_ENGINES: Record<string, string> = {
 /** Engines Kiln has that its image cannot serve, with why. */
 const NOT_IN_IMAGE: Record<string, string> = {
   DLR: 'no DLR runtime is obtainable here (not in Debian, not on npm), so the image has none',
+  Python: 'the image carries no Python interpreter with numpy yet, so it cannot run model.py',
 };
 
 describe('the Kiln serving runtime', () => {

@@ -13,7 +13,6 @@ packages=(
   libtorch-dev           # LibTorch engine
   libopenblas0-pthread   # faster BLAS for LibTorch's non-oneDNN paths
   python3-torch python3-torchvision python3-numpy python3-pil  # TorchScript fixtures, Python baselines, numpy clients
-  python3-fastapi python3-uvicorn  # FastAPI/uvicorn peer of the Python engine
   chromium               # headless check of the benchmark's HTML report
   wrk                    # HTTP load client for bench/server
   prometheus             # promtool, which checks the /metrics exposition
