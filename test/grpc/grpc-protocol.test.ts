@@ -21,10 +21,12 @@ beforeAll(async () => {
   root = tempDir('grpc');
   store = await buildModelStore(path.join(root, 'store'));
   await resnetModel(path.join(root, 'resnet18'), { depth: 18, classes: 10 });
-  // One worker, batch 1: a second request waits in the queue while the first runs.
+  // One worker, batch 1: a second request waits in the queue while the first runs. The run is
+  // long beside the tests' 50–100 ms waits, so a machine faster or busier than the model's
+  // calibration still has the second request queued when its deadline or cancellation comes.
   const slow = await buildSlowModel(
     path.join(root, 'slow'),
-    300,
+    1200,
     'minWorkers=1\nmaxWorkers=1\nbatch_size=1\n',
   );
   t = await startTestServer({
