@@ -172,20 +172,26 @@ def handle(inputs):
     await model.dispose();
   });
 
-  it('kills a handler that outlives option.predict_timeout', async () => {
+  it('kills a handler that outlives option.predict_timeout; the very next call gets a fresh process', async () => {
     const model = await load(
       `
 import time
+from djl_python import Output
 def handle(inputs):
-    if not inputs.is_empty():
+    if inputs.is_empty():
+        return None
+    if inputs.get_as_numpy()[0].flat[0] < 0:
         time.sleep(60)
+    return Output().add("ok")
 `,
       { predict_timeout: '0.5' },
     );
     const context = await model.newExecutionContext();
-    await expect(context.forward(NDList.of(Tensor.zeros('float32', [1])))).rejects.toMatchObject({
-      code: KilnErrorCode.Timeout,
-    });
+    await expect(
+      context.forward(NDList.of(new Tensor('float32', new Float32Array([-1]), [1]))),
+    ).rejects.toMatchObject({ code: KilnErrorCode.Timeout });
+    const output = await context.forward(NDList.of(Tensor.zeros('float32', [1])));
+    expect(Buffer.from(output.get(0).data as Uint8Array).toString()).toBe('ok');
     await model.dispose();
   });
 

@@ -133,7 +133,14 @@ export class PythonWorker {
             `${this.options.handler} of ${this.options.modelName} did not answer within ${timeoutMs} ms`,
           ),
         );
-        // A hung handler cannot be interrupted; the pool replaces the worker.
+        // A hung handler cannot be interrupted; the pool replaces the worker. Mark it dead
+        // now, not at its exit event, so the very next call starts a fresh process.
+        this.fail(
+          new KilnError(
+            KilnErrorCode.WorkerCrashed,
+            `Python worker of ${this.options.modelName} was killed after a timeout`,
+          ),
+        );
         this.child.kill('SIGKILL');
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
