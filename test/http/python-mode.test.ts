@@ -56,7 +56,21 @@ def handle(inputs):
         os._exit(1)
     return Output().add_as_numpy([x + 1], key="y")
 `,
+  hanging: `
+import time
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    x = inputs.get_as_numpy()[0]
+    if x.flat[0] < 0:
+        time.sleep(60)
+    return Output().add_as_numpy([x + 1], key="y")
+`,
 };
+
+/** serving.properties lines beyond the interpreter, per model. */
+const EXTRA_PROPERTIES: Record<string, string> = { hanging: 'option.predict_timeout=1\n' };
 
 let t: TestServer;
 
@@ -69,7 +83,7 @@ beforeAll(async () => {
     fs.writeFileSync(path.join(dir, 'model.py'), source);
     fs.writeFileSync(
       path.join(dir, 'serving.properties'),
-      'option.pythonExecutable=/usr/bin/python3\n',
+      'option.pythonExecutable=/usr/bin/python3\n' + (EXTRA_PROPERTIES[name] ?? ''),
     );
     return `${name}::Python=${dir}`;
   });
@@ -112,6 +126,16 @@ describe.skipIf(!run)('Python mode over HTTP', () => {
     expect(crashed.status).toBeGreaterThanOrEqual(500);
     expectCleanError(crashed.body);
     const next = await jsonOf(await infer('crashing', [1]));
+    expect(next.status).toBe(200);
+    expect((next.body as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2]);
+  });
+
+  it('times out a hung handler after option.predict_timeout and serves the next request', async () => {
+    const hung = await jsonOf(await infer('hanging', [-1]));
+    expect(hung.status).toBeGreaterThanOrEqual(500);
+    expect(expectCleanError(hung.body)).toMatch(/did not answer within/);
+    const next = await jsonOf(await infer('hanging', [1]));
+    expect(next.body).not.toHaveProperty('error');
     expect(next.status).toBe(200);
     expect((next.body as { outputs: { data: number[] }[] }).outputs[0]!.data).toEqual([2]);
   });
