@@ -44,7 +44,7 @@ export function errorMiddleware(options: ErrorMappingOptions, log: Logger): Midd
 /** What the router answers without a body. */
 const BODYLESS: Record<number, [string, string]> = {
   405: ['MethodNotAllowed', 'method not allowed on this route'],
-  501: ['NotImplemented', 'method not implemented'],
+  501: ['NotImplemented', 'this HTTP method is not supported'],
 };
 
 function respond(
