@@ -17,6 +17,7 @@ packages=(
   wrk                    # HTTP load client for bench/server
   prometheus             # promtool, which checks the /metrics exposition
   python3-grpcio python3-grpc-tools  # independent v2 gRPC client (stubs generated in tests)
+  python3-fastapi python3-uvicorn    # bench/python-mode's FastAPI + uvicorn baseline
   haproxy                # load balancer of the scale-out check (deploy/scale-out)
 )
 if [ "${KILN_SKIP_APT:-}" != "1" ]; then
