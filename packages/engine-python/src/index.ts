@@ -1,6 +1,12 @@
 export { createPythonEngine, provider, type PythonEngineOptions } from './provider.js';
 export { PythonEngine } from './python-engine.js';
-export { PythonModel, PythonExecutionContext, ENGINE_NAME } from './python-model.js';
+export {
+  PythonModel,
+  PythonExecutionContext,
+  ENGINE_NAME,
+  CALL_TIMINGS_CHANNEL,
+  type PythonCallTimings,
+} from './python-model.js';
 export { PythonWorker, PYTHON_PACKAGE_DIR, type PythonWorkerOptions } from './python-worker.js';
 export {
   encodeFrame,
@@ -16,3 +22,10 @@ export {
   type PythonModelSettings,
 } from './options.js';
 export { provider as default } from './provider.js';
+export {
+  PythonServingTranslator,
+  PythonBatchifier,
+  META_TENSOR,
+  batchPrefix,
+  type CallMeta,
+} from './serving.js';

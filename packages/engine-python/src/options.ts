@@ -8,6 +8,10 @@ export interface PythonModelSettings {
   readonly handler: string;
   readonly loadTimeoutMs: number;
   readonly predictTimeoutMs: number;
+  /** option.enable_venv: install requirements.txt into a virtual environment of the model. */
+  readonly enableVenv: boolean;
+  /** option.venv_dir: where per-model environments are made (default `<tmpdir>/kiln-venvs`). */
+  readonly venvRoot?: string;
 }
 
 /**
@@ -28,6 +32,8 @@ export function resolveModelSettings(
     // DJL's defaults: 240 s to load, 120 s per prediction.
     loadTimeoutMs: seconds(options, 'model_loading_timeout', 240),
     predictTimeoutMs: seconds(options, 'predict_timeout', 120),
+    enableVenv: flag(options, 'enable_venv'),
+    ...(options.venv_dir ? { venvRoot: options.venv_dir } : {}),
   };
 }
 
@@ -42,4 +48,14 @@ function seconds(options: Readonly<Record<string, string>>, key: string, fallbac
     );
   }
   return value * 1000;
+}
+
+function flag(options: Readonly<Record<string, string>>, key: string): boolean {
+  const raw = options[key]?.trim().toLowerCase();
+  if (raw === undefined || raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  throw new KilnError(
+    KilnErrorCode.InvalidConfig,
+    `option.${key} must be true or false, got ${raw}`,
+  );
 }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { channel } from 'node:diagnostics_channel';
 import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
@@ -17,11 +18,20 @@ import {
   type ModelLoadRequest,
   type NumericDType,
   type ServingProperties,
+  type ServingTranslatorFactory,
   type TensorDescriptor,
 } from '@kiln/core';
 import type { Content } from './frames.js';
 import { type PythonModelSettings, resolveModelSettings } from './options.js';
 import { PythonWorker } from './python-worker.js';
+import { type RequirementsReport, prepareRequirements, venvPython } from './requirements.js';
+import {
+  META_TENSOR,
+  PythonServingTranslator,
+  failOnErrorCode,
+  metaTensor,
+  readMeta,
+} from './serving.js';
 
 export const ENGINE_NAME = 'Python';
 
@@ -40,6 +50,7 @@ export class PythonModel implements Model {
     request: ModelLoadRequest,
     readonly settings: PythonModelSettings,
     readonly pythonVersion: string,
+    readonly requirements: RequirementsReport | undefined,
   ) {
     this.name = request.name;
     this.modelDir = request.modelDir;
@@ -54,7 +65,20 @@ export class PythonModel implements Model {
         `model ${request.name} has no ${settings.entryPoint} (option.entryPoint)`,
       );
     }
-    return new PythonModel(request, settings, await pythonVersionOf(settings.pythonExecutable));
+    const pythonVersion = await pythonVersionOf(settings.pythonExecutable);
+    const requirements = await prepareRequirements({
+      modelName: request.name,
+      modelDir: request.modelDir,
+      pythonExecutable: settings.pythonExecutable,
+      enableVenv: settings.enableVenv,
+      timeoutMs: settings.loadTimeoutMs,
+      ...(settings.venvRoot ? { venvRoot: settings.venvRoot } : {}),
+    });
+    // Workers run the venv's interpreter, which sees the system's packages as well.
+    const effective = requirements?.venv
+      ? { ...settings, pythonExecutable: venvPython(requirements.venv) }
+      : settings;
+    return new PythonModel(request, effective, pythonVersion, requirements);
   }
 
   describe(): Record<string, unknown> {
@@ -63,8 +87,22 @@ export class PythonModel implements Model {
       handler: this.settings.handler,
       pythonExecutable: this.settings.pythonExecutable,
       pythonVersion: this.pythonVersion,
+      venv: this.requirements?.venv ?? null,
+      ...(this.requirements
+        ? {
+            requirements: this.requirements.requirements,
+            ...(this.requirements.unsatisfied
+              ? { unsatisfiedRequirements: this.requirements.unsatisfied }
+              : {}),
+          }
+        : {}),
       workers: this.contexts.size,
     };
+  }
+
+  /** Request bodies reach handle(inputs) as they arrived; its Output is the response. */
+  servingTranslatorFactory(): ServingTranslatorFactory {
+    return { name: 'python', newInstance: () => new PythonServingTranslator() };
   }
 
   async newExecutionContext(): Promise<ExecutionContext> {
@@ -102,24 +140,92 @@ export class PythonExecutionContext implements ExecutionContext {
 
   async forward(input: NDList): Promise<NDList> {
     if (!this.worker?.alive) await this.start();
-    const contents = input.tensors.map((tensor, i) =>
-      tensorContent(tensor, tensor.name ?? `input${i}`),
-    );
-    const frame = await this.worker!.call({}, contents);
-    const code = Number(frame.properties.code ?? 200);
-    if (code >= 400) {
-      throw new KilnError(
-        code >= 500 ? KilnErrorCode.EngineError : KilnErrorCode.InvalidInput,
-        String(frame.properties.message ?? `handler answered ${code}`),
-      );
+    const { properties, contents, hasMeta } = frameOf(input);
+    const started = performance.now();
+    const frame = await this.worker!.call(properties, contents);
+    const roundTripMs = performance.now() - started;
+    const { kiln_handler_us: handlerUs, ...answer } = frame.properties;
+    if (typeof handlerUs === 'number') {
+      publishCallTimings({
+        model: this.modelName,
+        handlerMs: handlerUs / 1000,
+        ipcMs: Math.max(0, roundTripMs - handlerUs / 1000),
+      });
     }
-    return new NDList(frame.contents.map(contentTensor));
+    const tensors = frame.contents.map(contentTensor);
+    const batched = properties.batch_size !== undefined;
+    if (!hasMeta && !batched) {
+      failOnErrorCode(stringProperties(answer));
+      return new NDList(tensors);
+    }
+    // The whole call failed (a batch is then retried request by request).
+    failOnErrorCode(stringProperties({ code: answer.code, message: answer.message }));
+    const answerBytes = frame.contents.filter((c) => !c.dtype).map((c) => c.name);
+    return new NDList([
+      ...tensors,
+      metaTensor({ properties: stringProperties(answer), bytes: answerBytes }),
+    ]);
   }
 
   async close(): Promise<void> {
     this.onClose();
     await this.worker?.close();
   }
+}
+
+/** Timings of one call, published on the `kiln:python:call` diagnostics channel. */
+export interface PythonCallTimings {
+  readonly model: string;
+  /** handle(inputs) itself, measured in the Python process. */
+  readonly handlerMs: number;
+  /** The rest of the round trip: framing, pipes and decoding on both sides. */
+  readonly ipcMs: number;
+}
+
+export const CALL_TIMINGS_CHANNEL = 'kiln:python:call';
+const callTimings = channel(CALL_TIMINGS_CHANNEL);
+
+function publishCallTimings(timings: PythonCallTimings): void {
+  if (callTimings.hasSubscribers) callTimings.publish(timings);
+}
+
+/** The frame for an NDList: meta tensors become properties (batch_NNN_-prefixed per request). */
+function frameOf(input: NDList): {
+  properties: Record<string, unknown>;
+  contents: Content[];
+  hasMeta: boolean;
+} {
+  const properties: Record<string, unknown> = {};
+  const bytes = new Set<string>();
+  const rest: AnyTensor[] = [];
+  let hasMeta = false;
+  for (const tensor of input) {
+    const name = tensor.name ?? '';
+    if (name === META_TENSOR || name.endsWith(`_${META_TENSOR}`)) {
+      const prefix = name.slice(0, name.length - META_TENSOR.length);
+      const meta = readMeta(tensor);
+      hasMeta = true;
+      for (const [key, value] of Object.entries(meta.properties)) properties[prefix + key] = value;
+      for (const n of meta.bytes) bytes.add(n);
+    } else {
+      rest.push(tensor);
+    }
+  }
+  const contents = rest.map((tensor, i) => {
+    const name = tensor.name ?? `input${i}`;
+    return bytes.has(name) && tensor.dtype === 'uint8'
+      ? { name, bytes: tensor.data as Uint8Array }
+      : tensorContent(tensor, name);
+  });
+  return { properties, contents, hasMeta };
+}
+
+function stringProperties(properties: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(properties)) {
+    if (value !== undefined && value !== null) out[key] = String(value);
+  }
+  return out;
 }
 
 function tensorContent(tensor: AnyTensor, name: string): Content {

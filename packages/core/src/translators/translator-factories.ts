@@ -60,6 +60,19 @@ export function builtInTranslatorFactory(name: string): ServingTranslatorFactory
   return BUILT_IN.find((f) => f.name === canonical);
 }
 
+/**
+ * A model whose engine brings its own default translator (Python mode, where the handler
+ * reads the request body itself); `translatorFactory` in serving.properties still wins.
+ */
+export interface ModelWithServingTranslator {
+  servingTranslatorFactory(): ServingTranslatorFactory;
+}
+
+function ownTranslatorFactory(model: Model): ServingTranslatorFactory | undefined {
+  const own = (model as Partial<ModelWithServingTranslator>).servingTranslatorFactory;
+  return typeof own === 'function' ? own.call(model) : undefined;
+}
+
 export interface ResolveTranslatorOptions {
   /** Translator arguments; default: every key of the model's serving.properties. */
   readonly arguments?: Readonly<Record<string, string>>;
@@ -98,6 +111,8 @@ async function factoryFor(
 ): Promise<ServingTranslatorFactory> {
   const name = model.properties.translatorFactory?.trim();
   if (!name) {
+    const own = ownTranslatorFactory(model);
+    if (own) return own;
     const application = model.properties.raw.application?.trim().toLowerCase() ?? '';
     return builtInTranslatorFactory(APPLICATIONS[application] ?? 'raw')!;
   }

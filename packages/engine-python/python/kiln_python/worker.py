@@ -10,27 +10,32 @@ import json
 import os
 import struct
 import sys
+import time
 import traceback
 
-from .inputs import Input, Output
+from .inputs import Input, Output, batch_key
 
 CALL, RESULT, ERROR = 0, 1, 2
 
 
 def read_exact(stream, size):
-    data = bytearray()
-    while len(data) < size:
-        chunk = stream.read(size - len(data))
-        if not chunk:
+    """Reads exactly size bytes into one buffer (no joins), or None at end of stream."""
+    data = bytearray(size)
+    view = memoryview(data)
+    got = 0
+    while got < size:
+        count = stream.readinto(view[got:])
+        if not count:
             return None
-        data += chunk
-    return bytes(data)
+        got += count
+    return data
 
 
-def decode(body):
+def decode(frame):
+    body = memoryview(frame)
     request_id, kind, props_len = struct.unpack_from("<IBI", body, 0)
     offset = 9
-    properties = json.loads(body[offset : offset + props_len] or b"{}")
+    properties = json.loads(bytes(body[offset : offset + props_len]) or b"{}")
     offset += props_len
     (count,) = struct.unpack_from("<H", body, offset)
     offset += 2
@@ -38,11 +43,11 @@ def decode(body):
     for _ in range(count):
         (name_len,) = struct.unpack_from("<H", body, offset)
         offset += 2
-        name = body[offset : offset + name_len].decode()
+        name = bytes(body[offset : offset + name_len]).decode()
         offset += name_len
         dtype_len = body[offset]
         offset += 1
-        dtype = body[offset : offset + dtype_len].decode()
+        dtype = bytes(body[offset : offset + dtype_len]).decode()
         offset += dtype_len
         rank = body[offset]
         offset += 1
@@ -55,9 +60,10 @@ def decode(body):
         if dtype:
             import numpy as np
 
+            # A view of the frame's own buffer: no copy, and writable.
             value = np.frombuffer(raw, dtype=dtype).reshape(shape)
         else:
-            value = raw
+            value = bytes(raw)
         contents.append((name, value))
     return request_id, kind, properties, contents
 
@@ -71,9 +77,13 @@ def encode(request_id, kind, properties, contents):
     for name, value in contents:
         name_bytes = name.encode()
         if hasattr(value, "dtype"):
+            import numpy as np
+
+            value = np.ascontiguousarray(value)
             dtype = value.dtype.name.encode()
             shape = value.shape
-            raw = value.tobytes()
+            # The array's own bytes, viewed, not copied.
+            raw = value.reshape(-1).view(np.uint8)
         else:
             dtype, shape, raw = b"", (), bytes(value)
         parts.append(struct.pack("<H", len(name_bytes)) + name_bytes)
@@ -81,8 +91,23 @@ def encode(request_id, kind, properties, contents):
         parts.append(struct.pack("<B%dq" % len(shape), len(shape), *shape))
         parts.append(struct.pack("<Q", len(raw)))
         parts.append(raw)
-    body = b"".join(parts)
-    return struct.pack("<I", len(body)) + body
+    size = sum(len(part) for part in parts)
+    parts.insert(0, struct.pack("<I", size))
+    return parts
+
+
+def write_all(fd, parts):
+    """Writes the parts with as few system calls as the kernel allows, copying nothing."""
+    views = [memoryview(part).cast("B") for part in parts if len(part)]
+    while views:
+        written = os.writev(fd, views[:1024])
+        while written and views:
+            if written >= len(views[0]):
+                written -= len(views[0])
+                views.pop(0)
+            else:
+                views[0] = views[0][written:]
+                written = 0
 
 
 def load_handler(model_dir, entry_point, handler_name):
@@ -96,16 +121,34 @@ def load_handler(model_dir, entry_point, handler_name):
     return handler
 
 
-def batched_input(properties, contents):
-    """Splits a batch call (contents named '<index>:<name>') into one Input per request."""
-    size = int(properties["batch_size"])
-    requests = [Input() for _ in range(size)]
-    for name, value in contents:
-        index, _, inner = name.partition(":")
-        requests[int(index)].content.append((inner, value))
-    batch = Input(properties, contents)
-    batch._batches = requests
-    return batch
+def handle_call(handler, properties, contents):
+    """Runs the handler on one call; returns the result's properties and contents."""
+    output = handler(Input(properties, contents))
+    if output is None:
+        output = Output()
+    if isinstance(output, (list, tuple)):
+        return _merge_batch(output)
+    props = dict(output.properties)
+    props["code"] = output.code
+    props["message"] = output.message
+    return props, output.content
+
+
+def _merge_batch(outputs):
+    """A handler may answer a batch with one Output per request (Kiln's shorthand for the
+    batch_NNN_ prefixes DJL handlers write themselves)."""
+    props = {}
+    contents = []
+    for index, output in enumerate(outputs):
+        if output is None:
+            output = Output()
+        for key, value in output.properties.items():
+            props[batch_key(index, key)] = value
+        props[batch_key(index, "code")] = output.code
+        props[batch_key(index, "message")] = output.message
+        for name, value in output.content:
+            contents.append((batch_key(index, name), value))
+    return props, contents
 
 
 def main():
@@ -113,6 +156,7 @@ def main():
     requests = os.fdopen(3, "rb", buffering=0)
     responses = os.fdopen(4, "wb", buffering=0)
     handler = None
+    clock = time.perf_counter
     while True:
         header = read_exact(requests, 4)
         if header is None:
@@ -122,36 +166,18 @@ def main():
         if body is None:
             return
         request_id, _, properties, contents = decode(body)
+        started = clock()
         try:
             if handler is None:
                 handler = load_handler(model_dir, entry_point, handler_name)
-            inputs = (
-                batched_input(properties, contents)
-                if "batch_size" in properties
-                else Input(properties, contents)
-            )
-            output = handler(inputs)
-            if output is None:
-                output = Output()
-            if isinstance(output, list):
-                output = _merge_batch(output)
-            props = dict(output.properties)
-            props["code"] = output.code
-            props["message"] = output.message
-            frame = encode(request_id, RESULT, props, output.content)
+            props, out = handle_call(handler, properties, contents)
+            props["kiln_handler_us"] = int((clock() - started) * 1e6)
+            frame = encode(request_id, RESULT, props, out)
         except Exception as error:  # noqa: BLE001 - every handler failure goes back as a frame
             traceback.print_exc(file=sys.stderr)
             message = "%s: %s" % (type(error).__name__, error)
             frame = encode(request_id, ERROR, {"message": message}, [])
-        responses.write(frame)
-
-
-def _merge_batch(outputs):
-    merged = Output()
-    for index, output in enumerate(outputs):
-        for name, value in output.content:
-            merged.content.append(("%d:%s" % (index, name), value))
-    return merged
+        write_all(responses.fileno(), frame)
 
 
 if __name__ == "__main__":

@@ -55,7 +55,43 @@ class InputTest(unittest.TestCase):
         self.assertEqual(image.size, (4, 3))
 
 
+class BatchAndNDListTest(unittest.TestCase):
+    def test_get_batches_splits_djl_prefixed_properties_and_contents(self):
+        batch = Input(
+            {"batch_size": "2", "batch_000_content-type": "text/plain", "batch_001_x": "y"},
+            [("batch_000_data", b"first"), ("batch_001_data", b"second")],
+        )
+        self.assertTrue(batch.is_batch())
+        self.assertEqual(batch.get_batch_size(), 2)
+        first, second = batch.get_batches()
+        self.assertEqual(first.get_as_string(), "first")
+        self.assertEqual(first.get_property("Content-Type"), "text/plain")
+        self.assertEqual(second.get_as_bytes(), b"second")
+        self.assertEqual(second.get_properties(), {"x": "y"})
+
+    def test_ndlist_round_trip_and_get_data_by_content_type(self):
+        from kiln_python.inputs import from_nd_list, to_nd_list
+
+        a = np.arange(6, dtype=np.float32).reshape(2, 3)
+        b = np.array([True, False])
+        raw = to_nd_list([a, b])
+        got = Input({"content-type": "tensor/ndlist"}, [("data", raw)]).get_data()
+        np.testing.assert_array_equal(got[0], a)
+        np.testing.assert_array_equal(got[1], b)
+        self.assertEqual(from_nd_list(raw)[0].dtype, np.float32)
+        with self.assertRaises(ValueError):
+            from_nd_list(b"not an ndlist")
+        text = Input({"Content-Type": "text/plain"}, [("data", b"hi")])
+        self.assertEqual(text.get_data(), "hi")
+
+
 class OutputTest(unittest.TestCase):
+    def test_batch_index_prefixes_keys_and_properties(self):
+        out = Output().add_as_json({"i": 0}, batch_index=0).add("x", key="t", batch_index=1)
+        self.assertEqual([name for name, _ in out.content], ["batch_000_data", "batch_001_t"])
+        self.assertEqual(out.properties["batch_000_content-type"], "application/json")
+        self.assertEqual(Output().add({"a": np.int64(3)}).content[0][1], b'{"a": 3}')
+
     def test_code_message_properties_and_contents(self):
         out = Output().set_code(201).set_message("Created").add_property("X-A", 1)
         out.add("text").add(b"bytes", key="b").add_as_json({"k": 1}, key="j")

@@ -1,0 +1,229 @@
+import {
+  KilnError,
+  KilnErrorCode,
+  NDList,
+  Tensor,
+  decodeTensors,
+  type AnyTensor,
+  type Batch,
+  type Batchifier,
+  type ServingInput,
+  type ServingOutput,
+  type Translator,
+  type TranslatorContext,
+} from '@kiln/core';
+
+/**
+ * Name of the string tensor that carries a call's properties (HTTP headers, content type,
+ * the handler's output properties) next to its contents through the NDList a predictor
+ * hands the execution context.
+ */
+export const META_TENSOR = '__kiln_meta__';
+
+/** Properties and which contents are raw bytes (a request body) rather than tensors. */
+export interface CallMeta {
+  readonly properties: Record<string, string>;
+  /** Names of contents that are bytes; every other content is a tensor. */
+  readonly bytes: readonly string[];
+}
+
+/** DJL's prefix of request `index` inside a batch: `batch_000_`. */
+export function batchPrefix(index: number): string {
+  return `batch_${String(index).padStart(3, '0')}_`;
+}
+
+export function metaTensor(meta: CallMeta, name = META_TENSOR): AnyTensor {
+  return new Tensor('string', [JSON.stringify(meta)], [1], name);
+}
+
+export function readMeta(tensor: AnyTensor): CallMeta {
+  const parsed = JSON.parse((tensor.data as string[])[0] ?? '{}') as Partial<CallMeta>;
+  return { properties: parsed.properties ?? {}, bytes: parsed.bytes ?? [] };
+}
+
+/** Splits a list into its meta (when present) and its contents. */
+export function splitMeta(list: NDList): { meta: CallMeta | undefined; tensors: AnyTensor[] } {
+  let meta: CallMeta | undefined;
+  const tensors: AnyTensor[] = [];
+  for (const tensor of list) {
+    if (tensor.name === META_TENSOR) meta = readMeta(tensor);
+    else tensors.push(tensor);
+  }
+  return { meta, tensors };
+}
+
+/** Case-insensitive property lookup (HTTP headers arrive lower-cased, handlers may not). */
+export function property(properties: Record<string, string>, key: string): string | undefined {
+  if (key in properties) return properties[key];
+  const lower = key.toLowerCase();
+  for (const [k, v] of Object.entries(properties)) if (k.toLowerCase() === lower) return v;
+  return undefined;
+}
+
+/**
+ * Python mode's translator: the request body goes to the handler exactly as it arrived
+ * (`Input.get_as_image()`, `get_as_json()`, `get_as_bytes()` work on it) with the request's
+ * headers as properties, and the handler's Output comes back as the response.
+ */
+export class PythonServingTranslator implements Translator<ServingInput, ServingOutput> {
+  readonly batchifier = new PythonBatchifier();
+
+  processInput(_ctx: TranslatorContext, input: ServingInput): NDList {
+    const properties: Record<string, string> = { ...input.headers };
+    if (input.contentType !== undefined) properties['content-type'] = input.contentType;
+    if (input.body) {
+      const body = new Tensor('uint8', input.body, [input.body.byteLength], 'data');
+      return NDList.of(body, metaTensor({ properties, bytes: ['data'] }));
+    }
+    if (input.tensors) {
+      return new NDList([...input.tensors.tensors, metaTensor({ properties, bytes: [] })]);
+    }
+    throw new KilnError(KilnErrorCode.InvalidInput, 'the request carries no body');
+  }
+
+  processOutput(_ctx: TranslatorContext, output: NDList): ServingOutput {
+    const { meta, tensors } = splitMeta(output);
+    if (!meta) return { type: 'tensors', tensors: new NDList(tensors) };
+    failOnErrorCode(meta.properties);
+    const bytes = new Set(meta.bytes);
+    const body = tensors.find((t) => t.name !== undefined && bytes.has(t.name));
+    if (!body) {
+      return tensors.length === 0
+        ? { type: 'json', value: null }
+        : { type: 'tensors', tensors: new NDList(tensors) };
+    }
+    return bodyOutput(body.data as Uint8Array, property(meta.properties, 'content-type'));
+  }
+}
+
+/** A handler's code ≥ 400 fails the request with its message and code. */
+export function failOnErrorCode(properties: Record<string, string>): void {
+  const code = Number(properties.code ?? 200);
+  if (code < 400) return;
+  throw new KilnError(
+    code >= 500 ? KilnErrorCode.EngineError : KilnErrorCode.InvalidInput,
+    properties.message && properties.message !== 'OK'
+      ? properties.message
+      : `the handler answered ${code}`,
+    { details: { code } },
+  );
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The first bytes content of an Output as a response: JSON as JSON; tensors (npy, npz, ndlist,
+ * safetensors) as tensors, re-encoded per `Accept`; text as a JSON string; anything else as
+ * one uint8 tensor.
+ */
+function bodyOutput(bytes: Uint8Array, contentType: string | undefined): ServingOutput {
+  const type = contentType?.toLowerCase() ?? '';
+  if (type.startsWith('tensor/') || type === 'application/x-npy' || isNumpyFile(bytes)) {
+    return {
+      type: 'tensors',
+      tensors: decodeTensors(bytes, contentType ? { contentType } : {}),
+    };
+  }
+  let text: string;
+  try {
+    text = UTF8.decode(bytes);
+  } catch {
+    return { type: 'tensors', tensors: NDList.of(new Tensor('uint8', bytes, [bytes.length])) };
+  }
+  if (type.includes('json') || (!type.startsWith('text/') && looksLikeJson(text))) {
+    try {
+      return { type: 'json', value: JSON.parse(text) as unknown };
+    } catch {
+      if (type.includes('json')) {
+        throw new KilnError(
+          KilnErrorCode.EngineError,
+          'the handler answered application/json that is not JSON',
+        );
+      }
+    }
+  }
+  return { type: 'json', value: text };
+}
+
+function isNumpyFile(bytes: Uint8Array): boolean {
+  return (
+    (bytes[0] === 0x93 && bytes[1] === 0x4e && bytes[2] === 0x55) || // \x93NUMPY
+    (bytes[0] === 0x50 && bytes[1] === 0x4b && bytes[2] === 0x03) // PK\x03 (npz)
+  );
+}
+
+function looksLikeJson(text: string): boolean {
+  return /^\s*[[{"]/.test(text);
+}
+
+/**
+ * DJL's batching for Python mode: one call whose properties hold `batch_size` and whose
+ * properties and contents are prefixed `batch_NNN_` per request; the handler's answer is
+ * split back by the same prefixes, so each result reaches its own response.
+ */
+export class PythonBatchifier implements Batchifier {
+  readonly name = 'python-batch';
+
+  canBatch(): boolean {
+    return true;
+  }
+
+  batchify(inputs: readonly NDList[]): Batch {
+    const tensors: AnyTensor[] = [];
+    const hadMeta: boolean[] = [];
+    inputs.forEach((list, index) => {
+      const prefix = batchPrefix(index);
+      const { meta, tensors: contents } = splitMeta(list);
+      hadMeta.push(meta !== undefined);
+      for (const tensor of contents) tensors.push(tensor.withName(prefix + (tensor.name ?? '')));
+      if (meta) {
+        tensors.push(
+          metaTensor(
+            { properties: meta.properties, bytes: meta.bytes.map((n) => prefix + n) },
+            prefix + META_TENSOR,
+          ),
+        );
+      }
+    });
+    tensors.push(metaTensor({ properties: { batch_size: String(inputs.length) }, bytes: [] }));
+    return {
+      input: new NDList(tensors),
+      unbatchify: (output) => unbatchify(output, hadMeta),
+    };
+  }
+}
+
+function unbatchify(output: NDList, hadMeta: readonly boolean[]): NDList[] {
+  const { meta, tensors } = splitMeta(output);
+  const all = meta?.properties ?? {};
+  const bytes = new Set(meta?.bytes ?? []);
+  const shared: Record<string, string> = {};
+  for (const [key, value] of Object.entries(all)) {
+    if (!/^batch_\d{3}_/.test(key) && key !== 'code' && key !== 'message') shared[key] = value;
+  }
+  const prefixed = tensors.filter((t) => /^batch_\d{3}_/.test(t.name ?? ''));
+  if (prefixed.length < tensors.length) {
+    throw new KilnError(
+      KilnErrorCode.EngineError,
+      'the handler answered a batch with contents not named batch_NNN_ (use Output.add(..., batch_index=i) or return one Output per request)',
+    );
+  }
+  return hadMeta.map((withMeta, index) => {
+    const prefix = batchPrefix(index);
+    const properties: Record<string, string> = { ...shared };
+    for (const [key, value] of Object.entries(all)) {
+      if (key.startsWith(prefix)) properties[key.slice(prefix.length)] = value;
+    }
+    const mine = prefixed
+      .filter((t) => t.name!.startsWith(prefix))
+      .map((t) => t.withName(t.name!.slice(prefix.length)));
+    if (!withMeta) {
+      failOnErrorCode(properties);
+      return new NDList(mine);
+    }
+    const mineBytes = prefixed
+      .filter((t) => bytes.has(t.name!) && t.name!.startsWith(prefix))
+      .map((t) => t.name!.slice(prefix.length));
+    return new NDList([...mine, metaTensor({ properties, bytes: mineBytes })]);
+  });
+}
