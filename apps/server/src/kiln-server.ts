@@ -210,6 +210,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
       (stopping ??= (async () => {
         server.accepting = false;
         await models.shutdown(config.shutdownTimeoutMs);
+        metrics.close();
         await Promise.all([
           grpc?.close(config.shutdownTimeoutMs),
           ...listeners.map(

@@ -1,9 +1,13 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 const LATENCY_BUCKETS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
 ];
 const BATCH_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256];
+
+/** @kiln/engine-python's CALL_TIMINGS_CHANNEL. */
+const PYTHON_CALL_CHANNEL = 'kiln:python:call';
 
 /** The server's Prometheus metrics, in one registry served at GET /metrics. */
 export class ServerMetrics {
@@ -31,6 +35,14 @@ export class ServerMetrics {
   readonly postprocessSeconds = this.stage(
     'kiln_postprocess_seconds',
     'Translator post-processing time per batch',
+  );
+  readonly pythonIpcSeconds = this.stage(
+    'kiln_python_ipc_seconds',
+    'Python mode: per call, the round trip to the Python worker less the handler (framing, pipes, decoding)',
+  );
+  readonly pythonHandlerSeconds = this.stage(
+    'kiln_python_handler_seconds',
+    'Python mode: per call, handle(inputs) itself, measured in the Python worker',
   );
   readonly batchSize = new Histogram({
     name: 'kiln_batch_size',
@@ -77,7 +89,24 @@ export class ServerMetrics {
     for (const name of ['active_handles', 'active_requests', 'active_resources']) {
       this.registry.removeSingleMetric(`kiln_nodejs_${name}_total`);
     }
+    subscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
   }
+
+  /** Stops listening to engines' timing channels. */
+  close(): void {
+    unsubscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
+  }
+
+  /** The Python engine publishes each call's split (no import: the engine is optional). */
+  private readonly onPythonCall = (message: unknown): void => {
+    const { model, ipcMs, handlerMs } = message as {
+      model: string;
+      ipcMs: number;
+      handlerMs: number;
+    };
+    this.pythonIpcSeconds.observe({ model }, ipcMs / 1000);
+    this.pythonHandlerSeconds.observe({ model }, handlerMs / 1000);
+  };
 
   private stage(name: string, help: string): Histogram<'model'> {
     return new Histogram({
