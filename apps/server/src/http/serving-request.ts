@@ -57,7 +57,11 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
 export function writeServingOutput(ctx: Context, output: ServingOutput): void {
   if (output.type === 'json') {
     ctx.type = 'application/json';
-    ctx.body = output.value;
+    // Koa would send a string (or null) as it is; JSON needs it quoted (or spelled null).
+    ctx.body =
+      typeof output.value === 'string' || output.value === null
+        ? JSON.stringify(output.value)
+        : output.value;
     return;
   }
   const encoded = encodeTensors(
