@@ -78,3 +78,45 @@ describe.skipIf(!run).concurrent('kiln inspect', () => {
     expect(missing.stderr + remote.stderr).not.toMatch(STACK_TRACE);
   });
 });
+
+const hasPython = await import('node:child_process').then(({ execFileSync }) => {
+  try {
+    execFileSync('/usr/bin/python3', ['-c', 'import numpy'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+});
+
+describe.skipIf(!hasPython)('kiln inspect of a Python model', () => {
+  it('reports the entry point, handler, Python version, venv and requirements', async () => {
+    const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'kiln-cli-inspect-python-'));
+    try {
+      await writeFile(join(dir, 'model.py'), 'def handle(inputs):\n    return None\n');
+      await writeFile(join(dir, 'requirements.txt'), 'numpy\n');
+      await writeFile(
+        join(dir, 'serving.properties'),
+        'option.pythonExecutable=/usr/bin/python3\n',
+      );
+      const { code, stdout } = await kiln(['--json', 'inspect', dir]);
+      expect(code).toBe(0);
+      const report = JSON.parse(stdout);
+      expect(report.engine).toBe('Python');
+      expect(report.translator).toMatch(/^python \(the request body reaches handle\(inputs\)/);
+      expect(report.loaded.modelReport).toMatchObject({
+        entryPoint: 'model.py',
+        handler: 'handle',
+        pythonExecutable: '/usr/bin/python3',
+        pythonVersion: expect.stringMatching(/^3\.\d+\.\d+$/),
+        venv: null,
+        requirements: ['numpy'],
+        unsatisfiedRequirements: [],
+      });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -4,6 +4,7 @@ import {
   KilnError,
   KilnErrorCode,
   SERVING_DEFAULTS,
+  type ModelWithServingTranslator,
   type ServingProperties,
   type TensorDescriptor,
   formatDevice,
@@ -108,8 +109,10 @@ export async function buildModelReport(
     // A translator that cannot be built (a broken plugin) fails here, as it would when serving.
     await resolveTranslator(model);
     const engine = await engines.registry.get(model.engine);
+    const own = model.properties.translatorFactory ? undefined : ownTranslatorName(model);
     return {
       ...report,
+      ...(own ? { translator: own } : {}),
       engine: model.engine,
       loaded: {
         engineVersion: engine.version,
@@ -139,6 +142,16 @@ function propertiesInForce(properties: ServingProperties): ModelReport['servingP
   );
   for (const key of Object.keys(set)) delete defaults[key];
   return { set, defaults };
+}
+
+/** The engine's own translator (Python mode's), which serving uses when none is named. */
+function ownTranslatorName(model: object): string | undefined {
+  const own = (model as Partial<ModelWithServingTranslator>).servingTranslatorFactory;
+  if (typeof own !== 'function') return undefined;
+  const name = own.call(model).name;
+  return name === 'python'
+    ? 'python (the request body reaches handle(inputs) as it arrived; its Output is the answer)'
+    : `${name} (the engine's own)`;
 }
 
 function translatorName(properties: ServingProperties): string {
