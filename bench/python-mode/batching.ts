@@ -1,0 +1,159 @@
+/**
+ * Dynamic batching in Python mode: one Kiln server, one Python worker per model, the same
+ * small numpy MLP (64 → hidden → hidden → 10, float32, one BLAS thread) served twice — with
+ * batch_size=8 (max_batch_delay 5 ms; the handler stacks get_batches() into one matmul) and
+ * with batch_size=1 (one handler call per request). Same wrk load (npy body, 384 B) on both;
+ * rounds alternate; the gain is batched ÷ unbatched throughput within each round.
+ *
+ *   node -C @kiln/source --import tsx bench/python-mode/batching.ts [--seconds 5] [--rounds 3] [--concurrency 32] [--hidden 256]
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { Tensor, encodeNpy } from '@kiln/core';
+import { loadServerConfig, startKilnServer } from '@kiln/server';
+import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
+import { alternateRounds } from '../harness/rounds.js';
+import { runLoad } from '../server/load-generator.js';
+import { runWrk, wrkAvailable } from '../server/wrk-load.js';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
+    concurrency: { type: 'string', default: '32' },
+    hidden: { type: 'string', default: '256' },
+  },
+});
+const seconds = Number(args.seconds);
+const rounds = Number(args.rounds);
+const concurrency = Number(args.concurrency);
+const hidden = Number(args.hidden);
+const PYTHON = '/usr/bin/python3';
+
+const MLP = (hidden: number) => `
+import io
+import numpy as np
+from djl_python import Input, Output
+
+rng = np.random.default_rng(0)
+H = ${hidden}
+W = [rng.standard_normal((64, H), dtype=np.float32) / 8,
+     rng.standard_normal((H, H), dtype=np.float32) / 16,
+     rng.standard_normal((H, 10), dtype=np.float32) / 16]
+
+def mlp(x):
+    for w in W[:-1]:
+        x = np.maximum(x @ w, 0)
+    return x @ W[-1]
+
+def handle(inputs: Input):
+    if inputs.is_empty():
+        return None
+    requests = inputs.get_batches()
+    x = np.concatenate([r.get_as_numpy()[0].reshape(1, 64) for r in requests])
+    y = mlp(x)
+    if not inputs.is_batch():
+        return Output().add_as_json(y[0].tolist())
+    out = Output()
+    for i in range(len(requests)):
+        out.add_as_json(y[i].tolist(), batch_index=i)
+    return out
+`;
+
+const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-python-batching-'));
+const models = { batched: 'batch_size=8\nmax_batch_delay=5\n', single: 'batch_size=1\n' };
+const urls = Object.entries(models).map(([name, properties]) => {
+  const dir = path.join(root, name);
+  fs.mkdirSync(dir);
+  fs.writeFileSync(path.join(dir, 'model.py'), MLP(hidden));
+  fs.writeFileSync(
+    path.join(dir, 'serving.properties'),
+    `option.pythonExecutable=${PYTHON}\nminWorkers=1\nmaxWorkers=1\n${properties}`,
+  );
+  return `${name}::Python=${dir}`;
+});
+// One BLAS thread per worker, as a server with one worker per core would run.
+process.env.OPENBLAS_NUM_THREADS = '1';
+process.env.OMP_NUM_THREADS = '1';
+
+const server = await startKilnServer({
+  config: loadServerConfig({
+    env: {},
+    overrides: {
+      inference_address: 'http://127.0.0.1:0',
+      management_address: 'http://127.0.0.1:0',
+      metrics_address: 'http://127.0.0.1:0',
+      disable_token_authorization: 'true',
+      enable_access_log: 'false',
+    },
+  }),
+  logger: pino({ level: 'error' }),
+  models: urls,
+});
+for (let i = 0; i < 300; i++) {
+  const ping = (await (await fetch(`${server.urls.inference}/ping`)).json()) as Record<
+    string,
+    { status: string }
+  >;
+  if (Object.keys(models).every((m) => ping[m]?.status === 'Healthy')) break;
+  await new Promise((r) => setTimeout(r, 200));
+}
+
+const body = Buffer.from(
+  encodeNpy(new Tensor('float32', new Float32Array(64).fill(0.25), [1, 64])),
+);
+const errors: Record<string, number> = { batched: 0, single: 0 };
+const throughputOf = async (model: string) => {
+  const options = {
+    url: `${server.urls.inference}/predictions/${model}`,
+    body,
+    headers: { 'content-type': 'tensor/npy' },
+    concurrency,
+    durationMs: seconds * 1000,
+  };
+  const result = wrkAvailable() ? await runWrk(options) : await runLoad(options);
+  errors[model]! += result.errors;
+  return result.throughput;
+};
+
+console.log(machineLine());
+console.log(
+  `client: ${wrkAvailable() ? 'wrk (one thread)' : 'Node http'}, concurrency ${concurrency}; ${seconds} s per round, ${rounds} rounds + 1 warm-up`,
+);
+try {
+  const figures = await alternateRounds(
+    [
+      { name: 'batched', measure: () => throughputOf('batched') },
+      { name: 'single', measure: () => throughputOf('single') },
+    ],
+    { rounds, warmupRounds: 1 },
+  );
+  const metrics = await (await fetch(`${server.urls.metrics}/metrics`)).text();
+  const meanBatch =
+    Number(/kiln_batch_size_sum\{model="batched"\} ([\d.e+]+)/.exec(metrics)?.[1]) /
+    Number(/kiln_batch_size_count\{model="batched"\} (\d+)/.exec(metrics)?.[1]);
+  const meanMs = (metric: string, model: string) =>
+    (1000 *
+      Number(new RegExp(`${metric}_sum\\{model="${model}"\\} ([\\d.e+-]+)`).exec(metrics)?.[1])) /
+    Number(new RegExp(`${metric}_count\\{model="${model}"\\} (\\d+)`).exec(metrics)?.[1]);
+  for (const model of Object.keys(models)) {
+    console.log(
+      `${model}: per call ${meanMs('kiln_inference_seconds', model).toFixed(2)} ms forward = ${meanMs('kiln_python_handler_seconds', model).toFixed(2)} ms handler + ${meanMs('kiln_python_ipc_seconds', model).toFixed(2)} ms IPC; queue ${meanMs('kiln_queue_seconds', model).toFixed(2)} ms per request`,
+    );
+  }
+  console.log(
+    `batch_size=8: ${formatSpread(spreadOf(figures.batched!))} req/s (mean batch ${meanBatch.toFixed(1)}); batch_size=1: ${formatSpread(spreadOf(figures.single!))} req/s; errors ${errors.batched} / ${errors.single}`,
+  );
+  console.log(
+    goalLine('dynamic batching gain', ratioSpread(figures.batched!, figures.single!), {
+      atLeast: 3,
+    }),
+  );
+  console.log(machineLine());
+} finally {
+  await server.stop();
+  fs.rmSync(root, { recursive: true, force: true });
+}

@@ -1,0 +1,237 @@
+/**
+ * Python mode against the server a Python user would write: FastAPI + uvicorn. Both call the
+ * same function (resnet_common.predict: np.load of the body, torch ResNet-18 forward, top-5 as
+ * JSON) on the same random-weight ResNet-18 made here with torchvision, with the same torch
+ * threads per worker (cores ÷ workers), under the same wrk load (npy body, 602 kB). Kiln runs
+ * `kiln serve`'s server in this process with N Python workers; uvicorn runs `--workers N`.
+ * Rounds alternate; ratios are taken within each round.
+ *
+ *   node -C @kiln/source --import tsx bench/python-mode/throughput.ts [--seconds 6] [--rounds 3] [--workers 1,2]
+ */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { Tensor, encodeNpy } from '@kiln/core';
+import { loadServerConfig, startKilnServer } from '@kiln/server';
+import { goalLine, machineLine, ratioSpread, formatSpread, spreadOf } from '../harness/figures.js';
+import { alternateRounds } from '../harness/rounds.js';
+import { runLoad, type LoadResult } from '../server/load-generator.js';
+import { runWrk, wrkAvailable } from '../server/wrk-load.js';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '6' },
+    rounds: { type: 'string', default: '3' },
+    workers: { type: 'string', default: '1,2' },
+  },
+});
+const seconds = Number(args.seconds);
+const rounds = Number(args.rounds);
+const PYTHON = '/usr/bin/python3';
+const cores = os.availableParallelism();
+
+const COMMON = `
+import io, os
+import numpy as np
+import torch
+
+torch.set_num_threads(int(os.environ.get("BENCH_TORCH_THREADS", "1")))
+_model = None
+
+def model():
+    global _model
+    if _model is None:
+        import torchvision
+        net = torchvision.models.resnet18(weights=None)
+        net.load_state_dict(torch.load(os.path.join(os.path.dirname(__file__), "resnet18.pth")))
+        net.eval()
+        _model = net
+    return _model
+
+def predict(body: bytes):
+    x = torch.from_numpy(np.load(io.BytesIO(body), allow_pickle=False))
+    with torch.inference_mode():
+        p = torch.softmax(model()(x), dim=1)[0]
+    top = torch.topk(p, 5)
+    return [{"index": int(i), "probability": float(v)} for v, i in zip(top.values, top.indices)]
+`;
+
+const HANDLER = `
+from djl_python import Input, Output
+import resnet_common
+
+def handle(inputs: Input):
+    resnet_common.model()
+    if inputs.is_empty():
+        return None
+    return Output().add_as_json(resnet_common.predict(inputs.get_as_bytes()))
+`;
+
+const FASTAPI = `
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+import resnet_common
+
+app = FastAPI()
+resnet_common.model()
+
+@app.post("/predictions/resnet")
+async def predictions(request: Request):
+    # A plain def would run in a thread pool; the usual async endpoint runs on the loop.
+    return JSONResponse(resnet_common.predict(await request.body()))
+`;
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-python-throughput-'));
+fs.writeFileSync(path.join(dir, 'resnet_common.py'), COMMON);
+fs.writeFileSync(path.join(dir, 'model.py'), HANDLER);
+fs.writeFileSync(path.join(dir, 'fastapi_app.py'), FASTAPI);
+execFileSync(PYTHON, [
+  '-c',
+  `import torch, torchvision; torch.manual_seed(0); torch.save(torchvision.models.resnet18(weights=None).state_dict(), ${JSON.stringify(path.join(dir, 'resnet18.pth'))})`,
+]);
+
+const body = Buffer.from(
+  encodeNpy(new Tensor('float32', new Float32Array(3 * 224 * 224).fill(0.5), [1, 3, 224, 224])),
+);
+
+interface Running {
+  readonly url: string;
+  stop(): Promise<void>;
+}
+
+async function startKiln(workers: number, threads: number): Promise<Running> {
+  fs.writeFileSync(
+    path.join(dir, 'serving.properties'),
+    `engine=Python\noption.pythonExecutable=${PYTHON}\nminWorkers=${workers}\nmaxWorkers=${workers}\nbatch_size=1\n`,
+  );
+  process.env.BENCH_TORCH_THREADS = String(threads);
+  const server = await startKilnServer({
+    config: loadServerConfig({
+      env: {},
+      overrides: {
+        inference_address: 'http://127.0.0.1:0',
+        management_address: 'http://127.0.0.1:0',
+        metrics_address: 'http://127.0.0.1:0',
+        disable_token_authorization: 'true',
+        enable_access_log: 'false',
+      },
+    }),
+    logger: pino({ level: 'warn' }),
+    models: [`resnet::Python=${dir}`],
+  });
+  for (let i = 0; i < 600; i++) {
+    const ping = (await (await fetch(`${server.urls.inference}/ping`)).json()) as Record<
+      string,
+      { status: string }
+    >;
+    if (ping.resnet?.status === 'Healthy') break;
+    if (ping.resnet?.status === 'FAILED') throw new Error('Kiln failed to load the model');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url: server.urls.inference, stop: () => server.stop() };
+}
+
+async function startUvicorn(workers: number, threads: number, port: number): Promise<Running> {
+  const child: ChildProcess = spawn(
+    PYTHON,
+    [
+      '-m',
+      'uvicorn',
+      'fastapi_app:app',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--workers',
+      String(workers),
+      '--log-level',
+      'warning',
+      '--no-access-log',
+    ],
+    { cwd: dir, env: { ...process.env, BENCH_TORCH_THREADS: String(threads) }, stdio: 'ignore' },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`${url}/predictions/resnet`, { method: 'POST', body }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (i > 600 || child.exitCode !== null) throw new Error('uvicorn did not start');
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+async function load(url: string, concurrency: number): Promise<LoadResult> {
+  const options = {
+    url: `${url}/predictions/resnet`,
+    body,
+    headers: { 'content-type': 'tensor/npy' },
+    concurrency,
+    durationMs: seconds * 1000,
+  };
+  return wrkAvailable() ? runWrk(options) : runLoad(options);
+}
+
+console.log(machineLine());
+console.log(
+  `client: ${wrkAvailable() ? 'wrk (one thread)' : 'Node http'}; body: npy float32 [1,3,224,224] (${body.length} B); ${seconds} s per round, ${rounds} rounds + 1 warm-up`,
+);
+const goals: Record<number, number> = { 1: 1.0, 2: 1.3 };
+let port = 18_500 + Math.floor(Math.random() * 1000);
+for (const workers of args.workers.split(',').map(Number)) {
+  const threads = Math.max(1, Math.floor(cores / workers));
+  const concurrency = 2 * workers;
+  const kiln = await startKiln(workers, threads);
+  const uvicorn = await startUvicorn(workers, threads, (port += 7));
+  const errors = { kiln: 0, fastapi: 0 };
+  try {
+    const figures = await alternateRounds(
+      [
+        {
+          name: 'kiln',
+          measure: async () => {
+            const r = await load(kiln.url, concurrency);
+            errors.kiln += r.errors;
+            return r.throughput;
+          },
+        },
+        {
+          name: 'fastapi',
+          measure: async () => {
+            const r = await load(uvicorn.url, concurrency);
+            errors.fastapi += r.errors;
+            return r.throughput;
+          },
+        },
+      ],
+      { rounds, warmupRounds: 1 },
+    );
+    console.log(
+      `\n${workers} worker(s), torch threads ${threads} each, concurrency ${concurrency}: Kiln ${formatSpread(spreadOf(figures.kiln!))} req/s, FastAPI+uvicorn ${formatSpread(spreadOf(figures.fastapi!))} req/s; errors ${errors.kiln} / ${errors.fastapi}`,
+    );
+    console.log(
+      goalLine(
+        `Kiln ÷ FastAPI, ${workers} worker(s)`,
+        ratioSpread(figures.kiln!, figures.fastapi!),
+        { atLeast: goals[workers] ?? 1 },
+      ),
+    );
+    console.log(machineLine());
+  } finally {
+    await kiln.stop();
+    await uvicorn.stop();
+  }
+}
+fs.rmSync(dir, { recursive: true, force: true });
