@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { KilnErrorCode } from '@kiln/core';
-import { FrameKind, FrameReader, decodeFrame, encodeFrame } from './frames.js';
+import {
+  FrameKind,
+  FrameReader,
+  TENSOR_ALIGNMENT,
+  decodeFrame,
+  encodeFrame,
+  encodeFrameParts,
+} from './frames.js';
 
 describe('frames', () => {
   const frame = {
@@ -22,6 +29,35 @@ describe('frames', () => {
     const encoded = encodeFrame(frame);
     expect(encoded.readUInt32LE(0)).toBe(encoded.length - 4);
     expect(decodeFrame(encoded.subarray(4))).toEqual(frame);
+  });
+
+  it('writes tensor data as a view of the caller’s memory, aligned in the frame', () => {
+    const parts = encodeFrameParts(frame);
+    const data = parts.find((p) => p.buffer === frame.contents[0]!.bytes.buffer);
+    expect(data).toBeDefined();
+    const before = parts.slice(0, parts.indexOf(data!)).reduce((n, p) => n + p.length, 0);
+    expect(before % TENSOR_ALIGNMENT).toBe(0);
+  });
+
+  it('decodes aligned tensor data in place, without copying', () => {
+    const encoded = Buffer.alloc(encodeFrame(frame).length + TENSOR_ALIGNMENT);
+    // A frame starting at an aligned offset of its buffer.
+    const start = (TENSOR_ALIGNMENT - (encoded.byteOffset % TENSOR_ALIGNMENT)) % TENSOR_ALIGNMENT;
+    encodeFrame(frame).copy(encoded, start);
+    const body = encoded.subarray(start + 4);
+    const decoded = decodeFrame(body);
+    const x = decoded.contents[0]!;
+    expect(x.bytes.buffer).toBe(encoded.buffer);
+    expect(x.bytes.byteOffset % TENSOR_ALIGNMENT).toBe(0);
+    expect([...new Float32Array(x.bytes.buffer, x.bytes.byteOffset, 2)]).toEqual([1.5, -2]);
+    // Misaligned, it is copied into aligned storage.
+    const shifted = Buffer.alloc(encoded.length + 1);
+    encodeFrame(frame).copy(shifted, start + 1);
+    const copied = decodeFrame(shifted.subarray(start + 5)).contents[0]!;
+    expect(copied.bytes.byteOffset % 4).toBe(0);
+    expect([...new Float32Array(copied.bytes.buffer, copied.bytes.byteOffset, 2)]).toEqual([
+      1.5, -2,
+    ]);
   });
 
   it('reassembles frames split across and packed into chunks', () => {

@@ -22,23 +22,32 @@ export interface Frame {
 // numpy spells bool/float types the same as Kiln except these.
 const NUMPY_NAMES: Partial<Record<DType, string>> = {};
 
-/** Encodes one frame, length prefix included; tensor bytes are copied once, never re-encoded. */
-export function encodeFrame(frame: Frame): Buffer {
+/** Tensor data starts at a multiple of this many bytes from the frame's first byte. */
+export const TENSOR_ALIGNMENT = 8;
+
+/**
+ * Encodes one frame, length prefix included, as the list of buffers to write in order:
+ * headers are small new buffers, tensor and byte contents are views of the caller's memory
+ * (nothing large is copied; a writev sends them together). Tensor data is padded to start at a
+ * multiple of TENSOR_ALIGNMENT bytes from the frame's start, so the reader can view it in place.
+ */
+export function encodeFrameParts(frame: Frame): Buffer[] {
   const props = Buffer.from(JSON.stringify(frame.properties));
-  const parts: Buffer[] = [];
-  const head = Buffer.alloc(4 + 9);
+  const head = Buffer.alloc(4 + 9 + props.length + 2);
   head.writeUInt32LE(frame.id, 4);
   head.writeUInt8(frame.kind, 8);
   head.writeUInt32LE(props.length, 9);
-  parts.push(head, props);
-  const count = Buffer.alloc(2);
-  count.writeUInt16LE(frame.contents.length);
-  parts.push(count);
+  props.copy(head, 13);
+  head.writeUInt16LE(frame.contents.length, 13 + props.length);
+  const parts: Buffer[] = [head];
+  let position = head.length;
   for (const content of frame.contents) {
     const name = Buffer.from(content.name);
     const dtype = Buffer.from(content.dtype ? (NUMPY_NAMES[content.dtype] ?? content.dtype) : '');
     const shape = content.dtype ? (content.shape ?? []) : [];
-    const meta = Buffer.alloc(2 + name.length + 1 + dtype.length + 1 + 8 * shape.length + 8);
+    const fixed = 2 + name.length + 1 + dtype.length + 1 + 8 * shape.length + 8;
+    const pad = content.dtype ? padding(position + fixed) : 0;
+    const meta = Buffer.alloc(fixed + pad);
     let offset = meta.writeUInt16LE(name.length, 0);
     offset += name.copy(meta, offset);
     offset = meta.writeUInt8(dtype.length, offset);
@@ -46,17 +55,31 @@ export function encodeFrame(frame: Frame): Buffer {
     offset = meta.writeUInt8(shape.length, offset);
     for (const dim of shape) offset = meta.writeBigInt64LE(BigInt(dim), offset);
     meta.writeBigUInt64LE(BigInt(content.bytes.byteLength), offset);
-    parts.push(
-      meta,
-      Buffer.from(content.bytes.buffer, content.bytes.byteOffset, content.bytes.byteLength),
-    );
+    parts.push(meta);
+    if (content.bytes.byteLength > 0) {
+      parts.push(
+        Buffer.from(content.bytes.buffer, content.bytes.byteOffset, content.bytes.byteLength),
+      );
+    }
+    position += meta.length + content.bytes.byteLength;
   }
-  const out = Buffer.concat(parts);
-  out.writeUInt32LE(out.length - 4, 0);
-  return out;
+  head.writeUInt32LE(position - 4, 0);
+  return parts;
 }
 
-/** Decodes a frame body (without its length prefix). */
+/** Encodes one frame into one buffer, length prefix included. */
+export function encodeFrame(frame: Frame): Buffer {
+  return Buffer.concat(encodeFrameParts(frame));
+}
+
+function padding(position: number): number {
+  return (TENSOR_ALIGNMENT - (position % TENSOR_ALIGNMENT)) % TENSOR_ALIGNMENT;
+}
+
+/**
+ * Decodes a frame body (without its length prefix; its 4 bytes precede `body` in the frame).
+ * Contents are views of `body`'s memory where tensor data is aligned there, copies otherwise.
+ */
 export function decodeFrame(body: Buffer): Frame {
   try {
     const id = body.readUInt32LE(0);
@@ -85,10 +108,17 @@ export function decodeFrame(body: Buffer): Frame {
       for (let d = 0; d < rank; d++, offset += 8) shape.push(Number(body.readBigInt64LE(offset)));
       const size = Number(body.readBigUInt64LE(offset));
       offset += 8;
+      if (dtypeName) offset += padding(offset + 4);
       if (offset + size > body.length) throw new RangeError('content runs past the frame');
-      // Copy so the tensor owns aligned storage independent of the read buffer.
-      const bytes = new Uint8Array(size);
-      bytes.set(body.subarray(offset, offset + size));
+      const start = body.byteOffset + offset;
+      let bytes: Uint8Array;
+      if (!dtypeName || start % TENSOR_ALIGNMENT === 0) {
+        bytes = new Uint8Array(body.buffer, start, size);
+      } else {
+        // Typed arrays need aligned storage: copy the rare unaligned tensor.
+        bytes = new Uint8Array(size);
+        bytes.set(body.subarray(offset, offset + size));
+      }
       offset += size;
       contents.push(
         dtypeName ? { name, bytes, dtype: toDType(dtypeName), shape } : { name, bytes },

@@ -10,6 +10,8 @@ export {
 export { PythonWorker, PYTHON_PACKAGE_DIR, type PythonWorkerOptions } from './python-worker.js';
 export {
   encodeFrame,
+  encodeFrameParts,
+  TENSOR_ALIGNMENT,
   decodeFrame,
   FrameReader,
   FrameKind,

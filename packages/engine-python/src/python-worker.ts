@@ -8,7 +8,7 @@ import {
   FrameKind,
   FrameReader,
   decodeFrame,
-  encodeFrame,
+  encodeFrameParts,
 } from './frames.js';
 
 /** The Python package shipped with this adapter (kiln_python and djl_python). */
@@ -144,9 +144,12 @@ export class PythonWorker {
         this.child.kill('SIGKILL');
       }, timeoutMs);
       this.pending.set(id, { resolve, reject, timer });
-      (this.child.stdio[3] as Writable).write(
-        encodeFrame({ id, kind: FrameKind.Call, properties, contents }),
-      );
+      // Corked, the parts leave in one writev; tensor data is never joined into a new buffer.
+      const pipe = this.child.stdio[3] as Writable;
+      pipe.cork();
+      for (const part of encodeFrameParts({ id, kind: FrameKind.Call, properties, contents }))
+        pipe.write(part);
+      pipe.uncork();
     });
   }
 
