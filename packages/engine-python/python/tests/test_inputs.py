@@ -44,6 +44,24 @@ class InputTest(unittest.TestCase):
         self.assertEqual(len(raw), 2)
         np.testing.assert_array_equal(raw[1], b)
 
+    def test_npy_bodies_decode_like_np_load(self):
+        from kiln_python.inputs import _load_npy
+
+        arrays = [
+            np.arange(6, dtype=np.float32).reshape(2, 3),
+            np.array(3.5),
+            np.zeros((0, 4), np.int64),
+            np.array([True, False]),
+            np.arange(4, dtype=">i4"),
+            np.asfortranarray(np.arange(6.0).reshape(2, 3)),
+            np.zeros((3,), np.float16),
+        ]
+        for array in arrays:
+            got = _load_npy(npy(array))
+            self.assertEqual((got.dtype, got.shape), (array.dtype, array.shape))
+            np.testing.assert_array_equal(got, array)
+            self.assertTrue(got.flags.writeable)
+
     def test_image_when_pillow_is_installed(self):
         try:
             from PIL import Image
