@@ -1,5 +1,6 @@
 /**
- * Kiln's OnnxRuntime path (Predictor + execution context on a worker thread) against a plain
+ * Kiln's OnnxRuntime path (Predictor + execution context, as a pool worker runs it on its
+ * thread) against a plain
  * onnxruntime-node session loop, on the same ResNet-18 with the same thread settings. Rounds of
  * calls alternate (raw, Kiln, Kiln, raw, …), so that the load of a shared machine drifts out;
  * each figure is the median [min–max] over the rounds and the ratio is taken within each round
@@ -12,13 +13,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CPU, NDList, Tensor, servingPropertiesFrom } from '@kiln/core';
-import {
-  DEFAULT_SESSION_CONFIG,
-  OrtModel,
-  type SessionThreadPolicy,
-} from '@kiln/engine-onnxruntime';
+import { CPU, NDList, Tensor, encodeNpy, servingPropertiesFrom } from '@kiln/core';
+import { DEFAULT_SESSION_CONFIG, OrtModel } from '@kiln/engine-onnxruntime';
 import { MODEL_FILE, resnetModel, tinyModel } from '@kiln/model-tools';
+import { createWorkerPool } from '@kiln/worker-pool';
 import ort from 'onnxruntime-node';
 import { kilnContender, rawOrtContender } from './contenders.js';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
@@ -65,12 +63,13 @@ const kilnOptions = {
   ...(spinning === undefined ? {} : { allowSpinning: spinning }),
 };
 
-function loadKiln(modelDir: string, sessionThread: SessionThreadPolicy): Promise<OrtModel> {
+function optionOverrides(): Record<string, string> {
+  return Object.fromEntries(Object.entries(kilnOptions).map(([k, v]) => [`option.${k}`, v]));
+}
+
+function loadKiln(modelDir: string): Promise<OrtModel> {
   const properties = servingPropertiesFrom({});
-  return OrtModel.load(
-    { name: 'bench', modelDir, device: CPU, options: kilnOptions, properties },
-    { sessionThread },
-  );
+  return OrtModel.load({ name: 'bench', modelDir, device: CPU, options: kilnOptions, properties });
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-overhead-'));
@@ -80,7 +79,7 @@ try {
   );
   const resnet = await resnetModel(join(dir, 'resnet18'), { depth: 18 });
   const rawResnet = await ort.InferenceSession.create(join(resnet.dir, MODEL_FILE), sessionOptions);
-  const kilnResnet = await loadKiln(resnet.dir, 'worker');
+  const kilnResnet = await loadKiln(resnet.dir);
 
   for (const batch of [1, 8]) {
     const data = Float32Array.from({ length: batch * 3 * 224 * 224 }, (_, i) => Math.sin(i / 101));
@@ -117,7 +116,7 @@ try {
     );
     await kiln.close();
 
-    // The same forwards timed from both sides: what the worker thread path adds to a run.
+    // The same forwards timed from both sides: what Kiln adds to a run.
     const context = await kilnResnet.newExecutionContext();
     const input = NDList.of(new Tensor('float32', data, shape, 'input'));
     const outside: number[] = [];
@@ -129,7 +128,7 @@ try {
     }
     const share = median(outside);
     console.log(
-      `  time outside ONNX Runtime (thread hop, input copy, output transfer): median ${(share * 100).toFixed(2)}% of a forward ` +
+      `  time outside ONNX Runtime (input binding, output reading): median ${(share * 100).toFixed(2)}% of a forward ` +
         `→ ratio bound ${(1 - share).toFixed(3)}`,
     );
     await context.close();
@@ -140,27 +139,32 @@ try {
   const tiny = await tinyModel(join(dir, 'tiny'));
   const x = Float32Array.of(1, 2, 3, 4);
   const rawTiny = await ort.InferenceSession.create(join(tiny, MODEL_FILE), sessionOptions);
-  const workerModel = await loadKiln(tiny, 'worker');
-  const callingModel = await loadKiln(tiny, 'calling');
+  const kilnTiny = await loadKiln(tiny);
+  // The same model behind a one-worker pool: the thread hop and the npy codec included.
+  const pool = await createWorkerPool({
+    model: { url: tiny, engines: ['@kiln/engine-onnxruntime'], overrides: optionOverrides() },
+    settings: { minWorkers: 1, maxWorkers: 1, maxBatchDelayMs: 0 },
+  });
+  const body = encodeNpy(new Tensor('float32', x, [1, 4], 'x'));
   const contenders = [
     rawOrtContender('raw', rawTiny, { x: new ort.Tensor('float32', x, [1, 4]) }),
-    await kilnContender('worker', workerModel, NDList.of(new Tensor('float32', x, [1, 4], 'x'))),
-    await kilnContender('calling', callingModel, NDList.of(new Tensor('float32', x, [1, 4], 'x'))),
+    await kilnContender('calling', kilnTiny, NDList.of(new Tensor('float32', x, [1, 4], 'x'))),
+    { name: 'pool', call: () => pool.predict({ body, contentType: 'application/x-npy' }) },
   ];
   await interleavedRounds(contenders, 3, tinyCalls);
   const results = await interleavedRounds(contenders, tinyRounds, tinyCalls);
   const us = (f: (r: Record<string, number>) => number) => (medianOf(results, f) * 1000).toFixed(1);
   console.log(
-    `tiny model, per call: raw ${us((r) => r.raw!)} µs, Kiln on the calling thread ${us((r) => r.calling!)} µs, ` +
-      `Kiln on a worker thread ${us((r) => r.worker!)} µs`,
+    `tiny model, per call: raw ${us((r) => r.raw!)} µs, Kiln Predictor ${us((r) => r.calling!)} µs, ` +
+      `Kiln one-worker pool (npy body, thread hop) ${us((r) => r.pool!)} µs`,
   );
   console.log(
-    `fixed overhead per call: ${us((r) => r.worker! - r.raw!)} µs (Kiln's own code ${us((r) => r.calling! - r.raw!)} µs, ` +
-      `thread hop and copies ${us((r) => r.worker! - r.calling!)} µs)`,
+    `fixed overhead per call: Predictor ${us((r) => r.calling! - r.raw!)} µs, pool ${us((r) => r.pool! - r.raw!)} µs ` +
+      `(thread hop and codec ${us((r) => r.pool! - r.calling!)} µs)`,
   );
   await rawTiny.release();
-  await workerModel.dispose();
-  await callingModel.dispose();
+  await kilnTiny.dispose();
+  await pool.shutdown();
   console.log(`end: ${machineLine()}`);
 } finally {
   await rm(dir, { recursive: true, force: true });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RollingScheduler } from '@kiln/batching';
 import { OrtStepDecoder, createOnnxRuntimeEngine } from '@kiln/engine-onnxruntime';
+import { startInferenceThread as startThread } from '@kiln/worker-pool';
 import { gptDecoderModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,7 +26,10 @@ beforeAll(async () => {
     heads: 2,
     maxLen: 512,
   });
-  decoder = await OrtStepDecoder.load(model.dir, { session: { intraOpNumThreads: 1 } });
+  decoder = await OrtStepDecoder.load(model.dir, {
+    startThread,
+    session: { intraOpNumThreads: 1 },
+  });
 });
 afterAll(async () => {
   await decoder?.close();

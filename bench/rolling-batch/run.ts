@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { RollingScheduler } from '@kiln/batching';
 import { OrtStepDecoder } from '@kiln/engine-onnxruntime';
+import { startInferenceThread } from '@kiln/worker-pool';
 import { gptDecoderModel } from '@kiln/model-tools';
 import {
   type Goal,
@@ -48,6 +49,7 @@ const model = await gptDecoderModel(join(root, 'gpt'), {
   maxLen: 512,
 });
 const decoder = await OrtStepDecoder.load(model.dir, {
+  startThread: startInferenceThread,
   session: { intraOpNumThreads: availableParallelism() },
 });
 const workload = makeWorkload({

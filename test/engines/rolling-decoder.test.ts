@@ -8,6 +8,7 @@ import {
   randomWorkload,
 } from '@kiln/batching';
 import { OrtStepDecoder } from '@kiln/engine-onnxruntime';
+import { startInferenceThread as startThread } from '@kiln/worker-pool';
 import { gptDecoderModel } from '@kiln/model-tools';
 import { tempDir } from '../support/server-harness.js';
 
@@ -24,7 +25,10 @@ beforeAll(async () => {
     heads: 2,
     maxLen: 512,
   });
-  decoder = await OrtStepDecoder.load(model.dir, { session: { intraOpNumThreads: 1 } });
+  decoder = await OrtStepDecoder.load(model.dir, {
+    startThread,
+    session: { intraOpNumThreads: 1 },
+  });
 });
 afterAll(async () => {
   await decoder?.close();

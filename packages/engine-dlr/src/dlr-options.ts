@@ -1,4 +1,4 @@
-import { type Device, KilnError, KilnErrorCode } from '@kiln/core';
+import { type Device, OptionReader } from '@kiln/core';
 
 /** DLPack device types by name (dlpack.h's DLDeviceType), as DLR's CreateDLRModel takes them. */
 export const DEVICE_TYPES: Readonly<Record<string, number>> = {
@@ -31,20 +31,13 @@ export function parseDlrOptions(
   options: Readonly<Record<string, string>>,
   device: Device,
 ): DlrModelOptions {
-  const deviceType =
-    options.deviceType === undefined
-      ? device.type === 'cpu'
-        ? 1
-        : 2
-      : parseDeviceType(options.deviceType);
+  const o = new OptionReader(options);
+  const typeText = o.string('deviceType');
   return {
-    deviceType,
-    deviceId:
-      options.deviceId === undefined ? device.id : integer('deviceId', options.deviceId, 0, 1024),
-    numThreads:
-      options.numThreads === undefined
-        ? undefined
-        : integer('numThreads', options.numThreads, 1, 4096),
+    deviceType:
+      typeText === undefined ? (device.type === 'cpu' ? 1 : 2) : parseDeviceType(o, typeText),
+    deviceId: o.integer('deviceId', { min: 0, max: 1024 }) ?? device.id,
+    numThreads: o.integer('numThreads', { min: 1 }),
   };
 }
 
@@ -56,23 +49,12 @@ export function deviceTypeName(type: number): string {
   );
 }
 
-function parseDeviceType(text: string): number {
-  const value = text.trim().toLowerCase();
+function parseDeviceType(o: OptionReader, text: string): number {
+  const value = text.toLowerCase();
   if (Object.hasOwn(DEVICE_TYPES, value)) return DEVICE_TYPES[value]!;
-  if (/^\d+$/.test(value)) return integer('deviceType', value, 1, 64);
-  throw new KilnError(
-    KilnErrorCode.InvalidConfig,
-    `option.deviceType ${JSON.stringify(text)} is not a device (use ${Object.keys(DEVICE_TYPES).join(', ')} or a DLPack number)`,
+  if (/^\d+$/.test(value)) return o.integer('deviceType', { min: 1, max: 64 })!;
+  throw o.invalid(
+    'deviceType',
+    `is not a device (use ${Object.keys(DEVICE_TYPES).join(', ')} or a DLPack number)`,
   );
-}
-
-function integer(key: string, text: string, low: number, high: number): number {
-  const value = Number(text.trim());
-  if (!/^\s*\d+\s*$/.test(text) || !Number.isSafeInteger(value) || value < low || value > high) {
-    throw new KilnError(
-      KilnErrorCode.InvalidConfig,
-      `option.${key} must be an integer within ${low}..${high}, got ${JSON.stringify(text)}`,
-    );
-  }
-  return value;
 }

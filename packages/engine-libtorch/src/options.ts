@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { OptionReader } from '@kiln/core';
 
 /**
  * Engine-wide settings of the PyTorch engine (DJL's `ai.djl.pytorch.*` properties). Every one
@@ -67,22 +67,23 @@ export function resolveModelSettings(
   options: Readonly<Record<string, string>>,
   engine: LibTorchEngineOptions = {},
 ): PtModelSettings {
+  const o = new OptionReader(options);
   return {
-    numThreads: int(options, 'num_threads', 1) ?? engine.numThreads ?? availableParallelism(),
-    numInteropThreads: int(options, 'num_interop_threads', 1) ?? engine.numInteropThreads,
-    graphOptimizer: bool(options, 'graph_optimizer') ?? engine.graphOptimizer ?? true,
-    useMkldnn: bool(options, 'use_mkldnn') ?? engine.useMkldnn,
-    useCudnn: bool(options, 'use_cudnn') ?? engine.useCudnn,
-    cudnnBenchmark: bool(options, 'cudnn_benchmark') ?? engine.cudnnBenchmark,
+    numThreads: o.integer('num_threads', { min: 1 }) ?? engine.numThreads ?? availableParallelism(),
+    numInteropThreads: o.integer('num_interop_threads', { min: 1 }) ?? engine.numInteropThreads,
+    graphOptimizer: o.boolean('graph_optimizer') ?? engine.graphOptimizer ?? true,
+    useMkldnn: o.boolean('use_mkldnn') ?? engine.useMkldnn,
+    useCudnn: o.boolean('use_cudnn') ?? engine.useCudnn,
+    cudnnBenchmark: o.boolean('cudnn_benchmark') ?? engine.cudnnBenchmark,
     optimizeForInference:
-      bool(options, 'optimize_for_inference') ?? engine.optimizeForInference ?? false,
-    mapLocation: bool(options, 'mapLocation') ?? true,
-    extraFiles: (options.extraFiles ?? '')
+      o.boolean('optimize_for_inference') ?? engine.optimizeForInference ?? false,
+    mapLocation: o.boolean('mapLocation') ?? true,
+    extraFiles: (o.string('extraFiles') ?? '')
       .split(',')
       .map((s) => s.trim())
       .filter(Boolean),
-    warmup: options.warmup?.trim() || undefined,
-    warmupIterations: int(options, 'warmup_iterations', 1) ?? 2,
+    warmup: o.string('warmup'),
+    warmupIterations: o.integer('warmup_iterations', { min: 1 }) ?? 2,
   };
 }
 
@@ -106,35 +107,4 @@ export function engineOptionsFromEnv(
     optimizeForInference:
       read.optimize_for_inference === undefined ? undefined : settings.optimizeForInference,
   };
-}
-
-const TRUE = new Set(['true', '1', 'yes', 'on']);
-const FALSE = new Set(['false', '0', 'no', 'off']);
-
-function bool(options: Readonly<Record<string, string>>, key: string): boolean | undefined {
-  const text = options[key]?.trim().toLowerCase();
-  if (text === undefined || text === '') return undefined;
-  if (TRUE.has(text)) return true;
-  if (FALSE.has(text)) return false;
-  throw new KilnError(
-    KilnErrorCode.InvalidConfig,
-    `option.${key}=${options[key]} must be true or false`,
-  );
-}
-
-function int(
-  options: Readonly<Record<string, string>>,
-  key: string,
-  min: number,
-): number | undefined {
-  const text = options[key]?.trim();
-  if (text === undefined || text === '') return undefined;
-  const value = Number(text);
-  if (!Number.isInteger(value) || value < min || value > 4096) {
-    throw new KilnError(
-      KilnErrorCode.InvalidConfig,
-      `option.${key}=${options[key]} must be an integer from ${min} to 4096`,
-    );
-  }
-  return value;
 }

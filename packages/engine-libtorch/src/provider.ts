@@ -15,7 +15,7 @@ export function createLibTorchEngine(options: LibTorchEngineOptions = {}): Engin
     name: ENGINE_NAME,
     rank: options.rank ?? 9,
     // Forwards run on the addon's own threads and every context shares one loaded module.
-    sharesLoadedModel: true,
+    execution: 'async',
     recognizes: (fileNames) => fileNames.some(isTorchScriptFile),
     load: async () =>
       new PtEngine(libtorch(), { ...engineOptionsFromEnv(), ...definedOnly(options) }),

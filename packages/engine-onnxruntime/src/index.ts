@@ -4,9 +4,9 @@ export {
   type OnnxRuntimeEngineOptions,
 } from './ort-provider.js';
 export { OrtEngine, ENGINE_NAME } from './ort-engine.js';
-export { OrtModel, type OrtModelSettings, type SessionThreadPolicy } from './ort-model.js';
-export { OrtExecutionContext, type SessionThread } from './ort-execution-context.js';
-export type { RunTiming } from './session-host.js';
+export { OrtModel, type OrtModelSettings } from './ort-model.js';
+export { OrtExecutionContext } from './ort-execution-context.js';
+export type { RunTiming } from './session-runner.js';
 export {
   parseSessionConfig,
   toSessionOptions,

@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { EngineRegistry, KilnError, NDList, Tensor, spawnModuleWorker } from '@kiln/core';
+import { EngineRegistry, KilnError, NDList, Tensor } from '@kiln/core';
 import { decodeOnnxModel, mlpModel, resnetModel, tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -142,12 +142,8 @@ describe.skipIf(!run)('OnnxRuntime engine', () => {
 
   it('applies allowSpinning: idle pool threads stop burning CPU between runs', async () => {
     const idleCpuShare = async (allowSpinning: string) => {
-      // On the calling thread, so that only the session's own threads use the CPU.
-      const model = await loadOrtModel(
-        mlp,
-        { intraOpNumThreads: '2', allowSpinning },
-        { sessionThread: 'calling' },
-      );
+      // Sessions run on the calling thread: only the session's own threads use the CPU.
+      const model = await loadOrtModel(mlp, { intraOpNumThreads: '2', allowSpinning });
       const context = await model.newExecutionContext();
       const x = NDList.of(new Tensor('float32', new Float32Array(64 * 256), [64, 256], 'x'));
       let share = 0;
@@ -184,24 +180,6 @@ describe.skipIf(!run)('OnnxRuntime engine', () => {
     await expect(loadOrtModel(join(root, 'nowhere'))).rejects.toMatchObject({
       code: 'MODEL_NOT_FOUND',
     });
-  });
-
-  it('runs sessions in a worker thread from the main thread, and inline inside worker threads', async () => {
-    const model = await loadOrtModel(tiny);
-    const context = await model.newExecutionContext();
-    expect(context.thread).toBe('worker');
-    await model.dispose();
-
-    const worker = spawnModuleWorker(
-      new URL('./test-support/thread-probe-worker.ts', import.meta.url),
-      { workerData: { modelDir: tiny } },
-    );
-    const reply = await new Promise<{ sessionThread: string; y: number[] }>((resolve, reject) => {
-      worker.once('message', resolve);
-      worker.once('error', reject);
-    });
-    await worker.terminate();
-    expect(reply).toEqual({ sessionThread: 'calling', y: [0, 0, 2, 7] });
   });
 
   it('leaves callers their inputs while reusing its own transfer buffers', async () => {

@@ -30,7 +30,6 @@ export class OrtEngine implements Engine {
         name: b.name,
         available: providerProblem(this.ort, b.name as 'cpu' | 'cuda' | 'tensorrt') === undefined,
       })),
-      sessionThread: this.settings.sessionThread ?? 'auto',
       sessionDefaults: { ...DEFAULT_SESSION_CONFIG, ...this.settings.sessionDefaults },
     };
   }

@@ -1,5 +1,4 @@
 import { stat } from 'node:fs/promises';
-import { isMainThread } from 'node:worker_threads';
 import {
   type Device,
   type ExecutionContextOptions,
@@ -9,19 +8,13 @@ import {
   type ServingProperties,
   type TensorDescriptor,
 } from '@kiln/core';
-import { OrtExecutionContext, type SessionThread } from './ort-execution-context.js';
+import { OrtExecutionContext } from './ort-execution-context.js';
 import { findModelFile } from './model-file.js';
 import { type OrtSessionConfig, parseSessionConfig } from './session-config.js';
-import type { SessionHost } from './session-host.js';
 import { SessionRunner } from './session-runner.js';
-import { WorkerSessionHost } from './worker-session-host.js';
-
-/** 'auto': a worker thread per context on the main thread, the calling thread inside workers. */
-export type SessionThreadPolicy = 'auto' | SessionThread;
 
 export interface OrtModelSettings {
   readonly sessionDefaults?: Partial<OrtSessionConfig>;
-  readonly sessionThread?: SessionThreadPolicy;
 }
 
 /**
@@ -40,11 +33,10 @@ export class OrtModel implements Model {
     readonly modelPath: string,
     readonly properties: ServingProperties,
     readonly config: OrtSessionConfig,
-    private readonly thread: SessionThread,
     readonly inputs: readonly TensorDescriptor[],
     readonly outputs: readonly TensorDescriptor[],
     private readonly bytes: number,
-    private spare: SessionHost | undefined,
+    private spare: SessionRunner | undefined,
   ) {
     this.contexts = new OpenContexts(name);
   }
@@ -57,8 +49,7 @@ export class OrtModel implements Model {
       request.modelFile,
       request.options.modelName,
     );
-    const thread = resolveThread(settings.sessionThread ?? 'auto');
-    const host = await startHost(thread, modelPath, config);
+    const session = await SessionRunner.create(modelPath, config);
     const { size } = await stat(modelPath);
     return new OrtModel(
       request.name,
@@ -67,11 +58,10 @@ export class OrtModel implements Model {
       modelPath,
       request.properties,
       config,
-      thread,
-      host.inputs,
-      host.outputs,
+      session.inputs,
+      session.outputs,
       size,
-      host,
+      session,
     );
   }
 
@@ -85,16 +75,14 @@ export class OrtModel implements Model {
       ...this.config,
       intraOpNumThreads: this.config.intraOpNumThreads ?? options.intraOpThreads,
     };
-    let host = this.spare;
+    let session = this.spare;
     this.spare = undefined;
-    if (host && config.intraOpNumThreads !== this.config.intraOpNumThreads) {
-      await host.close();
-      host = undefined;
+    if (session && config.intraOpNumThreads !== this.config.intraOpNumThreads) {
+      await session.close();
+      session = undefined;
     }
-    host ??= await startHost(this.thread, this.modelPath, config);
-    return this.contexts.track(
-      new OrtExecutionContext(host, this.thread, (c) => this.contexts.release(c)),
-    );
+    session ??= await SessionRunner.create(this.modelPath, config);
+    return this.contexts.track(new OrtExecutionContext(session, (c) => this.contexts.release(c)));
   }
 
   describe(): Record<string, unknown> {
@@ -102,7 +90,6 @@ export class OrtModel implements Model {
       engine: this.engine,
       file: this.modelPath,
       bytes: this.bytes,
-      sessionThread: this.thread,
       session: { ...this.config },
       inputs: this.inputs,
       outputs: this.outputs,
@@ -117,19 +104,4 @@ export class OrtModel implements Model {
     this.spare = undefined;
     await this.contexts.closeAll(spare?.close());
   }
-}
-
-function resolveThread(policy: SessionThreadPolicy): SessionThread {
-  if (policy !== 'auto') return policy;
-  return isMainThread ? 'worker' : 'calling';
-}
-
-function startHost(
-  thread: SessionThread,
-  modelPath: string,
-  config: OrtSessionConfig,
-): Promise<SessionHost> {
-  return thread === 'worker'
-    ? WorkerSessionHost.start(modelPath, config)
-    : SessionRunner.create(modelPath, config);
 }

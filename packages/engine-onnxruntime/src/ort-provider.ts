@@ -14,6 +14,8 @@ export function createOnnxRuntimeEngine(options: OnnxRuntimeEngineOptions = {}):
     specificationVersion: ENGINE_SPECIFICATION_VERSION,
     name: ENGINE_NAME,
     rank: options.rank ?? 10,
+    // onnxruntime-node's run blocks its thread: the worker pool gives each worker one.
+    execution: 'blocking',
     recognizes: (fileNames) => fileNames.some((f) => f.toLowerCase().endsWith('.onnx')),
     load: async () => new OrtEngine(await loadOrt(), options),
   };

@@ -62,7 +62,7 @@ describe('parseSessionConfig', () => {
       { interOpNumThreads: 'many' },
       { executionMode: 'async' },
       { optLevel: 'max' },
-      { memoryPatternOptimization: 'yes' },
+      { memoryPatternOptimization: 'maybe' },
       { ortDevice: 'rocm' },
       { logSeverityLevel: '7' },
       { allowSpinning: 'sometimes' },

@@ -1,4 +1,4 @@
-import { type Device, KilnError, KilnErrorCode } from '@kiln/core';
+import { type Device, OptionReader } from '@kiln/core';
 import type { InferenceSession } from 'onnxruntime-node';
 
 export type OptLevel = 'disabled' | 'basic' | 'extended' | 'all';
@@ -84,49 +84,32 @@ export function parseSessionConfig(
   device: Device,
   base: Partial<OrtSessionConfig> = {},
 ): OrtSessionConfig {
-  const o = options;
+  const o = new OptionReader(options);
   const defaults = { ...DEFAULT_SESSION_CONFIG, ...base };
   const ortDevice =
-    o.ortDevice === undefined
-      ? device.type === 'gpu'
-        ? 'cuda'
-        : defaults.ortDevice
-      : oneOf('ortDevice', o.ortDevice, ['cpu', 'cuda', 'tensorrt']);
+    o.oneOf('ortDevice', ['cpu', 'cuda', 'tensorrt'] as const) ??
+    (device.type === 'gpu' ? 'cuda' : defaults.ortDevice);
   if (ortDevice === 'cpu' && device.type === 'gpu') {
-    throw invalid(`option.ortDevice=cpu contradicts the model's device gpu${device.id}`);
+    throw o.invalid('ortDevice', `contradicts the model's device gpu${device.id}`);
   }
+  const level = o.string('optLevel');
   return {
-    intraOpNumThreads:
-      o.intraOpNumThreads === undefined
-        ? defaults.intraOpNumThreads
-        : positiveInt('intraOpNumThreads', o.intraOpNumThreads),
-    interOpNumThreads:
-      o.interOpNumThreads === undefined
-        ? defaults.interOpNumThreads
-        : positiveInt('interOpNumThreads', o.interOpNumThreads),
+    intraOpNumThreads: o.integer('intraOpNumThreads', { min: 1 }) ?? defaults.intraOpNumThreads,
+    interOpNumThreads: o.integer('interOpNumThreads', { min: 1 }) ?? defaults.interOpNumThreads,
     executionMode:
-      o.executionMode === undefined
-        ? defaults.executionMode
-        : oneOf('executionMode', o.executionMode, ['sequential', 'parallel']),
-    optLevel: o.optLevel === undefined ? defaults.optLevel : optLevel(o.optLevel),
-    memoryPatternOptimization: bool(
-      'memoryPatternOptimization',
-      o.memoryPatternOptimization,
-      defaults.memoryPatternOptimization,
-    ),
-    cpuArenaAllocator: bool('cpuArenaAllocator', o.cpuArenaAllocator, defaults.cpuArenaAllocator),
+      o.oneOf('executionMode', ['sequential', 'parallel'] as const) ?? defaults.executionMode,
+    optLevel: level === undefined ? defaults.optLevel : optLevel(o, level),
+    memoryPatternOptimization:
+      o.boolean('memoryPatternOptimization') ?? defaults.memoryPatternOptimization,
+    cpuArenaAllocator: o.boolean('cpuArenaAllocator') ?? defaults.cpuArenaAllocator,
     ortDevice,
     deviceId: device.type === 'gpu' ? device.id : 0,
-    profiling: bool('profiling', o.profiling, defaults.profiling),
-    optimizedModelFilePath: o.optimizedModelFilePath ?? defaults.optimizedModelFilePath,
+    profiling: o.boolean('profiling') ?? defaults.profiling,
+    optimizedModelFilePath: o.string('optimizedModelFilePath') ?? defaults.optimizedModelFilePath,
     logSeverityLevel:
-      o.logSeverityLevel === undefined
-        ? defaults.logSeverityLevel
-        : (intInRange('logSeverityLevel', o.logSeverityLevel, 0, 4) as 0 | 1 | 2 | 3 | 4),
-    allowSpinning:
-      o.allowSpinning === undefined
-        ? defaults.allowSpinning
-        : bool('allowSpinning', o.allowSpinning, true),
+      (o.integer('logSeverityLevel', { min: 0, max: 4 }) as 0 | 1 | 2 | 3 | 4 | undefined) ??
+      defaults.logSeverityLevel,
+    allowSpinning: o.boolean('allowSpinning') ?? defaults.allowSpinning,
   };
 }
 
@@ -166,42 +149,12 @@ function spinningEntries(allow: boolean): Record<string, unknown> {
   return { session: { intra_op: { allow_spinning: value }, inter_op: { allow_spinning: value } } };
 }
 
-function invalid(message: string): KilnError {
-  return new KilnError(KilnErrorCode.InvalidConfig, message);
-}
-
-function optLevel(text: string): OptLevel {
-  const level = OPT_LEVELS[text.trim().toLowerCase()];
+function optLevel(o: OptionReader, text: string): OptLevel {
+  const level = OPT_LEVELS[text.toLowerCase()];
   if (!level)
-    throw invalid(
-      `option.optLevel=${text} is not one of disabled, basic, extended, all (or DJL's NO_OPT, BASIC_OPT, EXTENDED_OPT, ALL_OPT)`,
+    throw o.invalid(
+      'optLevel',
+      "is not one of disabled, basic, extended, all (or DJL's NO_OPT, BASIC_OPT, EXTENDED_OPT, ALL_OPT)",
     );
   return level;
-}
-
-function oneOf<T extends string>(key: string, text: string, values: readonly T[]): T {
-  const value = text.trim().toLowerCase();
-  if (!(values as readonly string[]).includes(value))
-    throw invalid(`option.${key}=${text} is not one of ${values.join(', ')}`);
-  return value as T;
-}
-
-function positiveInt(key: string, text: string): number {
-  return intInRange(key, text, 1, 1024);
-}
-
-function intInRange(key: string, text: string, min: number, max: number): number {
-  const value = Number(text.trim());
-  if (!Number.isInteger(value) || value < min || value > max || text.trim() === '') {
-    throw invalid(`option.${key}=${text} must be an integer from ${min} to ${max}`);
-  }
-  return value;
-}
-
-function bool(key: string, text: string | undefined, fallback: boolean): boolean {
-  if (text === undefined) return fallback;
-  const value = text.trim().toLowerCase();
-  if (value === 'true') return true;
-  if (value === 'false') return false;
-  throw invalid(`option.${key}=${text} must be true or false`);
 }

@@ -11,19 +11,19 @@ import { type OrtModule, loadOrt } from './ort-loader.js';
 import { fromOrtTensor, toDescriptor, toOrtTensor } from './ort-tensors.js';
 import { type OrtProfile, readProfileTrace } from './profiling/ort-profile.js';
 import { type OrtSessionConfig, toSessionOptions } from './session-config.js';
-import type { RunTiming } from './session-host.js';
 
-export interface SessionSignature {
-  readonly inputs: readonly TensorDescriptor[];
-  readonly outputs: readonly TensorDescriptor[];
+/** When ONNX Runtime itself ran, measured on the session's thread (no queueing). */
+export interface RunTiming {
+  /** Start, in milliseconds since the epoch (comparable across threads). */
+  readonly startedAt: number;
+  readonly runMs: number;
 }
 
 /**
- * One ONNX Runtime session and the thread it lives on. `run` blocks that thread while the
- * model computes (onnxruntime-node runs synchronously), so only worker threads, or callers
- * that accept blocking, use a runner directly.
+ * One ONNX Runtime session. `run` blocks the calling thread while the model computes
+ * (onnxruntime-node runs synchronously): the worker pool runs it on a thread of its own.
  */
-export class SessionRunner implements SessionSignature {
+export class SessionRunner {
   private profilingOpen: boolean;
 
   private constructor(

@@ -19,8 +19,8 @@ export function createPythonEngine(options: PythonEngineOptions = {}): EnginePro
     specificationVersion: ENGINE_SPECIFICATION_VERSION,
     name: ENGINE_NAME,
     rank: options.rank ?? 1,
-    // Every context is its own Python process: the pool must not wrap it in a worker thread.
-    sharesLoadedModel: true,
+    // Every context is its own Python process: workers share the model on the main thread.
+    execution: 'async',
     recognizes: (fileNames) => fileNames.includes('model.py'),
     load: () => {
       const executable = options.pythonExecutable ?? defaultPythonExecutable();

@@ -1,10 +1,7 @@
-import { isMainThread } from 'node:worker_threads';
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
-import { InlinePlacement } from './engine/inline-placement.js';
-import { startEngineHost } from './engine/engine-host.js';
-import { HostedPlacement } from './engine/hosted-placement.js';
 import { TENSORFLOW_ENGINE_NAME } from './engine/model-base.js';
 import { TfEngine } from './engine/tf-engine.js';
+import { TfModels } from './engine/tf-models.js';
 import { SAVED_MODEL_FILES, TFJS_MODEL_FILE } from './io/locate-model.js';
 import { type TfBackendName, backendPreference } from './runtime/backends.js';
 import { resolveRuntime } from './runtime/resolve-runtime.js';
@@ -30,14 +27,17 @@ export interface TensorFlowEngineOptions extends TfThreadOptions {
 }
 
 /**
- * A TensorFlow engine provider. Loading it picks the best tfjs backend that works here; on
- * the main thread models then run in worker threads, inside a worker thread they run inline.
+ * A TensorFlow engine provider. Loading it picks the best tfjs backend that works in the
+ * loading thread; models run in that thread. tfjs-node loads in one thread per process, so
+ * the worker pool hosts every TensorFlow worker on one shared thread.
  */
 export function createTensorFlowEngine(options: TensorFlowEngineOptions = {}): EngineProvider {
   return {
     specificationVersion: ENGINE_SPECIFICATION_VERSION,
     name: TENSORFLOW_ENGINE_NAME,
     rank: options.rank ?? TENSORFLOW_ENGINE_RANK,
+    execution: 'blocking',
+    hostThread: 'shared',
     // model.json, a SavedModel, or any other TF.js json beside its .bin weight shards.
     recognizes: (fileNames) =>
       fileNames.some(
@@ -54,10 +54,8 @@ export const provider: EngineProvider = createTensorFlowEngine();
 async function loadEngine(options: TensorFlowEngineOptions): Promise<TfEngine> {
   const env = options.env ?? process.env;
   const backends = backendPreference(options.backend, env);
-  // Native TensorFlow reads its thread settings once, when the first thread loads it.
-  exportThreadOptions(options, env, isMainThread);
-  const placement = isMainThread
-    ? new HostedPlacement(await startEngineHost(backends))
-    : new InlinePlacement(await resolveRuntime(backends));
-  return new TfEngine(placement, describeThreads(placement.facts, options, isMainThread));
+  // Native TensorFlow reads its thread settings once, when it loads.
+  exportThreadOptions(options, env);
+  const models = new TfModels(await resolveRuntime(backends));
+  return new TfEngine(models, describeThreads(models.facts, options));
 }

@@ -10,9 +10,9 @@ import {
   type Translator,
   formatDevice,
   parseDevice,
-  parseModelUrl,
 } from '@kiln/core';
 import { InlineBackend } from './inline-backend.js';
+import { planRecipe, type PlannedRecipe } from './recipe-plan.js';
 import { type WorkerPoolSettingsInput, resolveWorkerPoolSettings } from './settings.js';
 import { ThreadBackend } from './thread-backend.js';
 import { coresForSlot, planThreads } from './thread-budget.js';
@@ -27,9 +27,10 @@ export interface SharedModel<I, O> {
 
 export interface WorkerPoolOptions<M, I = ServingInput> {
   /**
-   * A recipe — each worker thread loads its own copy (synchronous engines, JS-heavy
-   * translators) — or a shared model served by workers on the main thread (engines whose
-   * forward already runs off the JS thread).
+   * A recipe — the pool locates the model once, then runs it the way its engine asks: a
+   * blocking engine (ONNX Runtime, TensorFlow) gets a thread per worker, each with its own
+   * copy; an async one (LibTorch, Python) is loaded once and shared by workers on this thread
+   * — or a model you loaded yourself, shared by workers on this thread.
    */
   readonly model: M;
   /** The model's name in messages and describe(); default: from the URL, or the model's. */
@@ -56,7 +57,24 @@ export function createWorkerPool<I, O>(
 export async function createWorkerPool<I, O>(
   options: WorkerPoolOptions<ModelRecipe, ServingInput> | WorkerPoolOptions<SharedModel<I, O>, I>,
 ): Promise<WorkerPool<I, O> | WorkerPool<ServingInput, ServingOutput>> {
-  const pool = isShared(options) ? sharedPool(options) : threadPool(options);
+  if (isShared(options)) {
+    const pool = sharedPool(options);
+    await pool.start();
+    return pool;
+  }
+  const planned = await planRecipe(options.model);
+  if (planned.kind === 'shared') {
+    const { model, translator } = planned;
+    const pool = sharedPool({ ...options, model: { shared: model, translator } }, () =>
+      model.dispose(),
+    );
+    await pool.start().catch(async (error: unknown) => {
+      await model.dispose();
+      throw error;
+    });
+    return pool;
+  }
+  const pool = threadPool(options, planned);
   await pool.start();
   return pool;
 }
@@ -68,7 +86,10 @@ function isShared<I, O>(
 }
 
 /** Inline workers over one model loaded on the main thread. */
-function sharedPool<I, O>(options: WorkerPoolOptions<SharedModel<I, O>, I>): WorkerPool<I, O> {
+function sharedPool<I, O>(
+  options: WorkerPoolOptions<SharedModel<I, O>, I>,
+  release?: () => Promise<void>,
+): WorkerPool<I, O> {
   const { shared, translator } = options.model;
   const device = shared.device;
   if (options.devices?.some((d) => formatDevice(toDevice(d)) !== formatDevice(device))) {
@@ -84,14 +105,16 @@ function sharedPool<I, O>(options: WorkerPoolOptions<SharedModel<I, O>, I>): Wor
     backends: { create: ({ threads }) => new InlineBackend(shared, translator, threads) },
     clock: options.clock,
     bucketOf: options.bucketOf,
+    release,
   });
 }
 
-/** Thread workers, each loading its own copy of the model from the recipe. */
+/** Thread workers, each loading its own copy of the model from the resolved recipe. */
 function threadPool(
   options: WorkerPoolOptions<ModelRecipe, ServingInput>,
+  planned: Extract<PlannedRecipe, { kind: 'threads' }>,
 ): WorkerPool<ServingInput, ServingOutput> {
-  const recipe = options.model;
+  const { recipe, sharedHost } = planned;
   const settings = resolveWorkerPoolSettings(options.settings);
   const backends: BackendFactory<ServingInput, ServingOutput> = {
     create: ({ device, slot, label, threads }) => {
@@ -110,11 +133,12 @@ function threadPool(
         },
         label,
         transferInputs: settings.transferInputs,
+        sharedHost,
       });
     },
   };
   return new WorkerPool({
-    name: options.name ?? parseModelUrl(recipe.url).name ?? 'model',
+    name: options.name ?? recipe.load.request.name,
     settings,
     devices: (options.devices ?? [CPU]).map(toDevice),
     backends,

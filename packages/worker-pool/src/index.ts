@@ -7,5 +7,11 @@ export * from './thread-priority.js';
 export * from './pool-events.js';
 export * from './pool-description.js';
 export type { WorkerState, BatchReport } from './pool-worker.js';
-export type { ModelRecipe, ModelSignature, WorkerFacts } from './worker-protocol.js';
+export type {
+  ModelRecipe,
+  ModelSignature,
+  ResolvedRecipe,
+  WorkerFacts,
+} from './worker-protocol.js';
+export { startInferenceThread } from './inference-threads.js';
 export type { WorkerBackend, BatchRun } from './worker-backend.js';

@@ -53,6 +53,12 @@ export class InlineBackend<I, O> implements WorkerBackend<I, O> {
     return { results, timings: this.timings };
   }
 
+  endProfiling(options: { skipRuns?: number }): Promise<unknown> {
+    if (!this.predictor)
+      return Promise.reject(new KilnError(KilnErrorCode.Internal, 'inline worker is not started'));
+    return this.predictor.endProfiling(options);
+  }
+
   onDeath(): void {
     // A main-thread worker cannot die apart from the process; fatal errors surface from run().
   }

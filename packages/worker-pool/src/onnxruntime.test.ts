@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { NDList, type ServingInput, type ServingOutput, Tensor } from '@kiln/core';
 import { loadOrt } from '@kiln/engine-onnxruntime';
 import { tinyModel } from '@kiln/model-tools';
@@ -31,13 +32,43 @@ describe.skipIf(!run)('a pool over the real ONNX Runtime engine', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('runs sessions inside its worker threads, one intra-op thread each on two cores', () => {
+  it('runs a session on the own thread of each worker, one intra-op thread each on two cores', () => {
     const workers = pool.describe().workerGroups[0]!.workers;
     expect(workers).toHaveLength(2);
+    const threads = new Set(workers.map((w) => w.threadId));
+    expect(threads.size).toBe(2);
+    expect(threads.has(threadId)).toBe(false);
     for (const worker of workers) {
       expect(worker).toMatchObject({ kind: 'thread', intraOpThreads: 1 });
-      expect(worker.model).toMatchObject({ engine: 'OnnxRuntime', sessionThread: 'calling' });
+      expect(worker.model).toMatchObject({ engine: 'OnnxRuntime', session: expect.any(Object) });
     }
+  });
+
+  it('ends ONNX Runtime profiling on the thread of each worker, through the pool', async () => {
+    const profiled = await createWorkerPool({
+      model: {
+        url: dir,
+        engines: ['@kiln/engine-onnxruntime'],
+        overrides: { 'option.profiling': 'true' },
+      },
+      settings: { minWorkers: 1, maxWorkers: 1, maxBatchDelayMs: 0 },
+    });
+    try {
+      const x = NDList.of(new Tensor('float32', Float32Array.of(1, 2, 3, 4), [1, 4], 'x'));
+      for (let i = 0; i < 3; i++) await profiled.predict({ tensors: x });
+      const [profile] = (await profiled.endProfiling({ skipRuns: 1 })) as {
+        runs: number;
+        nodes: unknown[];
+      }[];
+      expect(profile!.runs).toBe(2);
+      await expect(profiled.endProfiling()).rejects.toMatchObject({
+        message: expect.stringContaining('already ended'),
+      });
+    } finally {
+      await profiled.shutdown();
+    }
+    // A model loaded without profiling says so.
+    await expect(pool.endProfiling()).rejects.toMatchObject({ code: 'INVALID_CONFIG' });
   });
 
   it('answers each request with its own rows of relu(x + bias)', async () => {

@@ -95,6 +95,11 @@ export class PoolWorker<I, O> {
     return this.backend.kind;
   }
 
+  /** Ends the engine's per-operator profile where the worker runs (see WorkerBackend). */
+  endProfiling(options: { skipRuns?: number }): Promise<unknown> {
+    return this.backend.endProfiling(options);
+  }
+
   /** Starts the backend and then serves; resolves once ready, rejects when it cannot start. */
   async start(): Promise<void> {
     try {

@@ -1,6 +1,3 @@
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Worker } from 'node:worker_threads';
 import {
   KilnError,
   KilnErrorCode,
@@ -11,29 +8,25 @@ import {
   type TransferMode,
   servingInputToMessage,
   servingOutputFromMessage,
-  spawnModuleWorker,
 } from '@kiln/core';
+import { HostThread, sharedHostThread } from './inference-threads.js';
 import type { BatchRun, WorkerBackend } from './worker-backend.js';
 import type {
-  FromWorker,
+  FromHost,
   ResultMessage,
-  ThreadWorkerInit,
-  ToWorker,
+  ToHost,
   WorkerFacts,
+  WorkerInit,
 } from './worker-protocol.js';
 
-// The worker's entry sits beside this file, as .ts from source and as .js once built.
-const ENTRY = new URL(
-  `./thread-worker-main${path.extname(fileURLToPath(import.meta.url))}`,
-  import.meta.url,
-);
-
 export interface ThreadBackendOptions {
-  readonly init: ThreadWorkerInit;
+  readonly init: WorkerInit;
   /** For messages: `OnnxRuntime cpu worker 3`. */
   readonly label: string;
   /** Move input buffers instead of copying them (see WorkerPoolSettings.transferInputs). */
   readonly transferInputs: boolean;
+  /** Host on the process's shared thread of this engine instead of a thread of its own. */
+  readonly sharedHost: string | undefined;
 }
 
 interface PendingRun {
@@ -43,44 +36,43 @@ interface PendingRun {
 }
 
 /**
- * A worker on its own thread: the thread loads the engine and the model and owns the
+ * A worker on a host thread: the thread loads the engine and the model and owns the
  * Predictor; batches of ServingInput go in and settled results come back. A thread that
- * exits or throws fails its batch in flight with WORKER_CRASHED.
+ * exits or throws fails the batch in flight with WORKER_CRASHED.
  */
 export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput> {
   readonly kind = 'thread';
-  private worker: Worker | undefined;
+  private host: HostThread | undefined;
+  private hostedAs = 0;
   private pending: PendingRun | undefined;
   private nextRunId = 1;
   private starting:
     { resolve(facts: WorkerFacts): void; reject(error: KilnError): void } | undefined;
   private stopping = false;
   private onStopped: (() => void) | undefined;
-  private lastError: Error | undefined;
-  private exited: Promise<void> = Promise.resolve();
+  private readonly profiles = new Map<number, PendingProfile>();
   private readonly deathListeners: ((error: KilnError) => void)[] = [];
 
   constructor(private readonly options: ThreadBackendOptions) {}
 
   start(): Promise<WorkerFacts> {
-    const worker = spawnModuleWorker(ENTRY, { workerData: { init: this.options.init } });
-    this.worker = worker;
-    this.exited = new Promise((resolve) =>
-      worker.once('exit', (code) => resolve(this.onExit(code))),
+    const { sharedHost } = this.options;
+    const host = sharedHost === undefined ? new HostThread(false) : sharedHostThread(sharedHost);
+    this.host = host;
+    this.hostedAs = host.attach({
+      message: (message) => this.onMessage(message),
+      exit: (error) => this.onExit(error),
+    });
+    const started = new Promise<WorkerFacts>(
+      (resolve, reject) => (this.starting = { resolve, reject }),
     );
-    worker.on('message', (message: FromWorker) => this.onMessage(message));
-    worker.on('error', (error) => (this.lastError = error));
-    worker.on('messageerror', (error) =>
-      this.failPending(
-        KilnError.wrap(error, KilnErrorCode.Internal, 'a batch result could not be received'),
-      ),
-    );
-    return new Promise((resolve, reject) => (this.starting = { resolve, reject }));
+    this.post({ type: 'start', worker: this.hostedAs, init: this.options.init });
+    return started;
   }
 
   run(inputs: readonly ServingInput[], signal: AbortSignal): Promise<BatchRun<ServingOutput>> {
-    const worker = this.worker;
-    if (!worker || this.starting)
+    const host = this.host;
+    if (!host || this.starting)
       return Promise.reject(
         new KilnError(KilnErrorCode.Internal, `${this.options.label} is not ready`),
       );
@@ -90,7 +82,7 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
       );
     const id = this.nextRunId++;
     return new Promise((resolve, reject) => {
-      const onAbort = () => this.post({ type: 'abort', id });
+      const onAbort = () => this.post({ type: 'abort', worker: this.hostedAs, id });
       signal.addEventListener('abort', onAbort, { once: true });
       const done = () => signal.removeEventListener('abort', onAbort);
       this.pending = {
@@ -99,7 +91,8 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         reject: (error) => (done(), reject(error)),
       };
       try {
-        this.send(worker, id, inputs, this.options.transferInputs ? 'move' : 'copy');
+        // Owned request memory (a server's bodies) always moves; other memory per transferInputs.
+        this.send(host, id, inputs, this.options.transferInputs ? 'move' : 'copy');
       } catch (error) {
         this.failPending(
           KilnError.wrap(
@@ -112,24 +105,39 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     });
   }
 
+  /** Ends the engine's per-operator profile on the worker's thread (ONNX Runtime profiling). */
+  endProfiling(options: { skipRuns?: number } = {}): Promise<unknown> {
+    const id = this.nextRunId++;
+    return new Promise((resolve, reject) => {
+      this.profiles.set(id, { resolve, reject });
+      this.post({
+        type: 'end-profiling',
+        worker: this.hostedAs,
+        id,
+        skipRuns: options.skipRuns,
+      });
+    });
+  }
+
   /** Posts a batch; memory that refuses to move (an engine's external buffer) is copied instead. */
   private send(
-    worker: Worker,
+    host: HostThread,
     id: number,
     inputs: readonly ServingInput[],
     mode: TransferMode,
   ): void {
     const transfer = new TransferList(mode);
-    const message: ToWorker = {
+    const message: ToHost = {
       type: 'run',
+      worker: this.hostedAs,
       id,
       inputs: inputs.map((input) => servingInputToMessage(input, transfer)),
     };
     try {
-      worker.postMessage(message, transfer.transfer);
+      host.post(message, transfer.transfer);
     } catch (error) {
       if (mode === 'copy') throw error;
-      this.send(worker, id, inputs, 'copy');
+      this.send(host, id, inputs, 'copy');
     }
   }
 
@@ -138,32 +146,41 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
   }
 
   async stop(): Promise<void> {
-    if (!this.worker) return;
+    const host = this.host;
+    if (!host) return;
     this.stopping = true;
     const stopped = new Promise<void>((resolve) => (this.onStopped = resolve));
-    this.post({ type: 'stop' });
-    await Promise.race([stopped, this.exited]);
-    // Released and done: end the thread even if an engine handle would keep its loop alive.
-    await this.worker?.terminate();
-    await this.exited;
+    this.post({ type: 'stop', worker: this.hostedAs });
+    await Promise.race([stopped, host.exited]);
+    // Released and done: a thread of its own ends even if an engine handle would keep it alive.
+    await this.release(host);
   }
 
   async terminate(): Promise<void> {
-    if (!this.worker) return;
+    const host = this.host;
+    if (!host) return;
     this.stopping = true;
-    await this.worker.terminate();
-    await this.exited;
+    // A shared host serves other workers too: this worker only leaves it.
+    if (host.shared) this.post({ type: 'stop', worker: this.hostedAs });
+    else await host.terminate();
+    await this.release(host);
+    this.onExit(new KilnError(KilnErrorCode.Closed, `${this.options.label} was stopped`));
   }
 
-  private post(message: ToWorker): void {
+  private async release(host: HostThread): Promise<void> {
+    this.host = undefined;
+    await host.detach(this.hostedAs);
+  }
+
+  private post(message: ToHost): void {
     try {
-      this.worker?.postMessage(message);
+      this.host?.post(message);
     } catch {
-      // The thread is gone; its exit handler settles what waits on it.
+      // The thread is gone; its exit settles what waits on it.
     }
   }
 
-  private onMessage(message: FromWorker): void {
+  private onMessage(message: FromHost): void {
     switch (message.type) {
       case 'ready':
         this.starting?.resolve(message.facts);
@@ -192,6 +209,13 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         );
         return;
       }
+      case 'profile': {
+        const profile = this.profiles.get(message.id);
+        this.profiles.delete(message.id);
+        if (message.result.ok) profile?.resolve(message.result.value);
+        else profile?.reject(KilnError.fromJSON(message.result.error));
+        return;
+      }
       case 'stopped':
         this.onStopped?.();
         return;
@@ -209,18 +233,20 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     const pending = this.pending;
     this.pending = undefined;
     pending?.reject(error);
+    for (const profile of this.profiles.values()) profile.reject(error);
+    this.profiles.clear();
   }
 
-  private onExit(code: number): void {
-    this.worker = undefined;
-    const reason = this.lastError ? `: ${this.lastError.message}` : '';
+  /** The host thread ended (or this worker was terminated): fail what waits, report death. */
+  private onExit(cause: KilnError): void {
+    if (this.host && !this.stopping) void this.release(this.host);
     const error = this.stopping
       ? new KilnError(KilnErrorCode.Closed, `${this.options.label} was stopped`)
       : new KilnError(
           KilnErrorCode.WorkerCrashed,
-          `${this.options.label} crashed (thread exit code ${code})${reason}`,
+          `${this.options.label} crashed: ${cause.message}`,
           {
-            details: { exitCode: code },
+            ...(cause.details ? { details: cause.details } : {}),
           },
         );
     if (this.starting) {
@@ -228,8 +254,13 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
       this.starting = undefined;
     }
     this.failPending(error);
-    if (!this.stopping) for (const listener of this.deathListeners) listener(error);
+    if (!this.stopping) for (const listener of this.deathListeners.splice(0)) listener(error);
   }
+}
+
+interface PendingProfile {
+  resolve(value: unknown): void;
+  reject(error: KilnError): void;
 }
 
 function decodeResult(message: ResultMessage): PredictResult<ServingOutput> {

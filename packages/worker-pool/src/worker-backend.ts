@@ -20,6 +20,8 @@ export interface WorkerBackend<I, O> {
    * itself failed (its thread died, its engine failed as a whole): it must then be replaced.
    */
   run(inputs: readonly I[], signal: AbortSignal): Promise<BatchRun<O>>;
+  /** Ends the engine's per-operator profile of this worker's context (ONNX Runtime profiling). */
+  endProfiling(options: { skipRuns?: number }): Promise<unknown>;
   /** Registers the listener called once when the worker dies on its own, even while idle. */
   onDeath(listener: (error: KilnError) => void): void;
   /** Lets the worker finish and release what it holds. */

@@ -64,6 +64,8 @@ export interface WorkerPoolInit<I, O> {
   readonly clock?: Clock | undefined;
   /** Sequence bucketing: only jobs of one bucket share a batch (see @kiln/batching). */
   readonly bucketOf?: ((input: I) => BucketKey | undefined) | undefined;
+  /** Called once the pool has shut down (a model the pool loaded itself is disposed). */
+  readonly release?: (() => Promise<void>) | undefined;
 }
 
 const INITIAL_BACKOFF_MS = 1000;
@@ -101,6 +103,7 @@ export class WorkerPool<I, O> {
   readonly settings: WorkerPoolSettings;
   private readonly backends: BackendFactory<I, O>;
   private readonly clock: Clock;
+  private readonly release: (() => Promise<void>) | undefined;
 
   constructor(options: WorkerPoolInit<I, O>) {
     const { settings, clock = systemClock } = options;
@@ -108,6 +111,7 @@ export class WorkerPool<I, O> {
     this.settings = settings;
     this.backends = options.backends;
     this.clock = clock;
+    this.release = options.release;
     this.queue = new JobQueue<I, O>({
       capacity: settings.jobQueueSize,
       clock,
@@ -282,6 +286,21 @@ export class WorkerPool<I, O> {
       await Promise.all(this.groups.map((g) => g.terminateAll()));
       await exited;
     }
+    await this.release?.().catch(() => undefined);
+  }
+
+  /**
+   * Ends the per-operator profile of every serving worker (models loaded with
+   * option.profiling=true on ONNX Runtime) and returns each worker's tables, leaving out the
+   * first `skipRuns` runs. Runs on the worker's own thread, after its batch in flight.
+   */
+  async endProfiling(options: { skipRuns?: number } = {}): Promise<unknown[]> {
+    const workers = this.groups.flatMap((g) =>
+      [...g.workers].filter((w) => w.state === 'idle' || w.state === 'busy'),
+    );
+    if (workers.length === 0)
+      throw new KilnError(KilnErrorCode.ModelNotReady, `model ${this.name} has no running worker`);
+    return Promise.all(workers.map((w) => w.endProfiling(options)));
   }
 
   private createWorker(group: WorkerGroup<I, O>, slot: number): PoolWorker<I, O> {

@@ -1,5 +1,6 @@
 import type {
   Model,
+  ResolvedModelLoad,
   TensorDescriptor,
   PredictTimings,
   SerializedKilnError,
@@ -10,16 +11,17 @@ import type { PinResult } from './cpu-pinning.js';
 import type { PriorityResult } from './thread-priority.js';
 import type { ThreadPlanRequest } from './thread-budget.js';
 
-/** How a thread worker builds its predictor: everything crosses as plain data. */
+/** How a pool's workers build their predictors: everything crosses as plain data. */
 export interface ModelRecipe {
   /**
    * The model: a DJL model URL (`mlp::OnnxRuntime=file:///models/mlp`) or a local folder,
-   * as `loadModel` accepts it.
+   * as `loadModel` accepts it. The pool locates it once, on the calling thread.
    */
   readonly url: string;
   /**
-   * Modules that export an engine provider (as `provider` or `default`); every worker thread
-   * imports and registers them. Package names (`@kiln/engine-onnxruntime`) or file URLs.
+   * Modules that export an engine provider (as `provider` or `default`); the pool and every
+   * worker thread import and register them. Package names (`@kiln/engine-onnxruntime`) or
+   * file URLs.
    */
   readonly engines: readonly string[];
   /** serving.properties keys that win over the model's own (e.g. `option.optLevel`). */
@@ -29,11 +31,22 @@ export interface ModelRecipe {
    * model's serving.properties picks the translator (`resolveTranslator`).
    */
   readonly translator?: string;
+  /** Where archives and remote models are unpacked (default: Kiln's cache folder). */
+  readonly cacheDir?: string;
+  /** Largest archive accepted, in bytes. */
+  readonly maxArchiveBytes?: number;
 }
 
-/** workerData of a thread worker. */
-export interface ThreadWorkerInit {
-  readonly recipe: ModelRecipe;
+/** A recipe resolved once on the main thread: workers load it without locating it again. */
+export interface ResolvedRecipe {
+  readonly load: ResolvedModelLoad;
+  readonly engines: readonly string[];
+  readonly translator: string | undefined;
+}
+
+/** What one worker on a host thread is started with. */
+export interface WorkerInit {
+  readonly recipe: ResolvedRecipe;
   /** Device name as DJL writes it (`cpu`, `gpu0`). */
   readonly device: string;
   /** The pool's side of the thread budget; the worker adds the model's engine options. */
@@ -44,7 +57,6 @@ export interface ThreadWorkerInit {
   readonly nice: number;
 }
 
-/** What a worker reports once its predictor is ready, for describe(). */
 /** What a model takes and gives, as its engine reports them. */
 export interface ModelSignature {
   readonly engine: string;
@@ -68,22 +80,48 @@ export type ResultMessage =
   | { readonly ok: true; readonly value: ServingOutputMessage }
   | { readonly ok: false; readonly error: SerializedKilnError };
 
-export type ToWorker =
-  | { readonly type: 'run'; readonly id: number; readonly inputs: readonly ServingInputMessage[] }
-  | { readonly type: 'abort'; readonly id: number }
-  | { readonly type: 'stop' };
+/** Main thread → host thread; `worker` names one of the workers the thread hosts. */
+export type ToHost =
+  | { readonly type: 'start'; readonly worker: number; readonly init: WorkerInit }
+  | {
+      readonly type: 'run';
+      readonly worker: number;
+      readonly id: number;
+      readonly inputs: readonly ServingInputMessage[];
+    }
+  | { readonly type: 'abort'; readonly worker: number; readonly id: number }
+  | {
+      readonly type: 'end-profiling';
+      readonly worker: number;
+      readonly id: number;
+      readonly skipRuns: number | undefined;
+    }
+  | { readonly type: 'stop'; readonly worker: number };
 
-export type FromWorker =
-  | { readonly type: 'ready'; readonly facts: WorkerFacts }
-  | { readonly type: 'start-failed'; readonly error: SerializedKilnError }
+/** Host thread → main thread. */
+export type FromHost =
+  | { readonly type: 'ready'; readonly worker: number; readonly facts: WorkerFacts }
+  | { readonly type: 'start-failed'; readonly worker: number; readonly error: SerializedKilnError }
   | {
       readonly type: 'results';
+      readonly worker: number;
       readonly id: number;
       readonly results: readonly ResultMessage[];
       readonly timings: PredictTimings | undefined;
     }
-  | { readonly type: 'run-failed'; readonly id: number; readonly error: SerializedKilnError }
-  | { readonly type: 'stopped' };
+  | {
+      readonly type: 'run-failed';
+      readonly worker: number;
+      readonly id: number;
+      readonly error: SerializedKilnError;
+    }
+  | {
+      readonly type: 'profile';
+      readonly worker: number;
+      readonly id: number;
+      readonly result: { ok: true; value: unknown } | { ok: false; error: SerializedKilnError };
+    }
+  | { readonly type: 'stopped'; readonly worker: number };
 
 /** Plain copies of a model's descriptors, safe to post between threads. */
 export function signatureOf(model: Model): ModelSignature {

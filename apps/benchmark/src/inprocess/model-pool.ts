@@ -7,7 +7,6 @@ import {
   type TensorDescriptor,
   inspectModelSource,
   loadModel,
-  resolveTranslator,
 } from '@kiln/core';
 import { type EngineCatalog, loadEngineCatalog } from '@kiln/server';
 import { type WorkerPool, type WorkerPoolSettingsInput, createWorkerPool } from '@kiln/worker-pool';
@@ -55,8 +54,6 @@ export function modelOverrides(
 
 /**
  * Starts a pool of `workers` for a model and waits until all of them have loaded it.
- * Engines that share one loaded model (LibTorch) get workers on the main thread around one
- * copy; the others get a worker thread, and a copy of the model, each.
  */
 export async function openModelPool(options: ModelPoolOptions): Promise<ModelPool> {
   const engines = await engineCatalog();
@@ -83,40 +80,19 @@ export async function openModelPool(options: ModelPoolOptions): Promise<ModelPoo
     ...(options.threads === undefined ? {} : { threads: options.threads }),
   };
   const started = performance.now();
-  const provider = engines.providerFor(inspection.engineName);
-  let pool: WorkerPool<ServingInput, ServingOutput>;
-  let release: () => Promise<void> = async () => undefined;
-  if (provider?.sharesLoadedModel) {
-    const shared = await loadModel(options.url, { registry: engines.registry, overrides });
-    try {
-      const translator = await resolveTranslator(shared);
-      pool = await createWorkerPool({
-        name: inspection.name,
-        model: { shared, translator },
-        settings,
-      });
-    } catch (error) {
-      await shared.dispose();
-      throw error;
-    }
-    release = () => shared.dispose();
-  } else {
-    pool = await createWorkerPool({
-      name: inspection.name,
-      model: { url: options.url, engines: engines.modules, overrides },
-      settings,
-    });
-  }
+  // The pool runs the model as its engine asks: a thread per worker, or one shared copy.
+  const pool = await createWorkerPool({
+    name: inspection.name,
+    model: { url: options.url, engines: engines.modules, overrides },
+    settings,
+  });
   const loadMs = performance.now() - started;
   return {
     pool,
     model: inspection.name,
     engine: inspection.engineName,
     loadMs,
-    close: async () => {
-      await pool.shutdown({ drain: false, timeoutMs: 10_000 });
-      await release();
-    },
+    close: () => pool.shutdown({ drain: false, timeoutMs: 10_000 }),
   };
 }
 

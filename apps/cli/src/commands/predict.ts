@@ -4,15 +4,13 @@ import type { Command } from 'commander';
 import {
   KilnError,
   KilnErrorCode,
-  Predictor,
   type ServingOutput,
   type TensorFormat,
   encodeJsonTensors,
   encodeTensors,
-  loadModel,
-  resolveTranslator,
 } from '@kiln/core';
 import { loadEngineCatalog } from '@kiln/server';
+import { createWorkerPool } from '@kiln/worker-pool';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 import { collect, parseOverrides } from './repeatable-options.js';
@@ -69,21 +67,19 @@ Examples:
       const overrides = parseOverrides(options.option);
       const body = readInput(options.input);
       const engines = await loadEngineCatalog();
-      const model = await loadModel(options.model, { registry: engines.registry, overrides });
+      // One worker: the model runs off this thread, as it would in the server.
+      const pool = await createWorkerPool({
+        model: { url: options.model, engines: engines.modules, overrides },
+        settings: { minWorkers: 1, maxWorkers: 1, maxBatchDelayMs: 0 },
+      });
       try {
-        const translator = await resolveTranslator(model);
-        const predictor = await Predictor.create(model, translator);
-        try {
-          const output = await predictor.predict({
-            body,
-            ...(options.contentType ? { contentType: options.contentType } : {}),
-          });
-          writeOutput(cli, output, options.output);
-        } finally {
-          await predictor.close();
-        }
+        const output = await pool.predict({
+          body,
+          ...(options.contentType ? { contentType: options.contentType } : {}),
+        });
+        writeOutput(cli, output, options.output);
       } finally {
-        await model.dispose();
+        await pool.shutdown();
       }
     });
 }

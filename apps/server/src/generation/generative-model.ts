@@ -9,6 +9,7 @@ import {
 } from '@kiln/core';
 import { RollingScheduler } from '@kiln/batching';
 import { OrtStepDecoder, parseSessionConfig } from '@kiln/engine-onnxruntime';
+import { startInferenceThread } from '@kiln/worker-pool';
 import type { GenerationMetrics } from './generation-metrics.js';
 
 /** DJL LMI's `option.rolling_batch` values that turn rolling batching on. */
@@ -55,6 +56,7 @@ export class GenerativeModel {
     const tokenizer = await CharTokenizer.fromFolder(inspection.dir);
     // ONNX Runtime's own option.* keys (intraOpNumThreads, optLevel, …) apply as usual.
     const decoder = await OrtStepDecoder.load(inspection.dir, {
+      startThread: startInferenceThread,
       session: parseSessionConfig(inspection.properties.options, CPU),
     });
     try {

@@ -1,4 +1,11 @@
-import { EngineRegistry, type EngineProvider, KilnError, KilnErrorCode } from '@kiln/core';
+import {
+  type EngineCatalog,
+  KilnError,
+  KilnErrorCode,
+  loadEngineCatalog as loadCoreEngineCatalog,
+} from '@kiln/core';
+
+export type { EngineCatalog } from '@kiln/core';
 
 /** Engine packages the server serves with when they are installed. */
 export const DEFAULT_ENGINE_MODULES = [
@@ -34,43 +41,9 @@ function isNotFound(error: unknown, specifier: string): boolean {
   );
 }
 
-/** The engines a server knows: their providers, and the modules worker threads import. */
-export interface EngineCatalog {
-  readonly registry: EngineRegistry;
-  /** Module specifiers that export a provider, for worker threads to import. */
-  readonly modules: readonly string[];
-  /** Modules that could not be imported, with why (an engine package not installed). */
-  readonly missing: Readonly<Record<string, string>>;
-  providerFor(engineName: string): EngineProvider | undefined;
-}
-
 /** Imports each engine package that is installed and registers its provider. */
-export async function loadEngineCatalog(
+export function loadEngineCatalog(
   modules: readonly string[] = DEFAULT_ENGINE_MODULES,
 ): Promise<EngineCatalog> {
-  const registry = new EngineRegistry();
-  const loaded: string[] = [];
-  const missing: Record<string, string> = {};
-  const providers = new Map<string, EngineProvider>();
-  for (const specifier of modules) {
-    try {
-      const module = (await import(specifier)) as {
-        provider?: EngineProvider;
-        default?: EngineProvider;
-      };
-      const provider = module.provider ?? module.default;
-      if (!provider) throw new Error('exports no engine provider');
-      registry.register(provider);
-      providers.set(provider.name.toLowerCase(), provider);
-      loaded.push(specifier);
-    } catch (error) {
-      missing[specifier] = error instanceof Error ? error.message : String(error);
-    }
-  }
-  return {
-    registry,
-    modules: loaded,
-    missing,
-    providerFor: (name) => providers.get(name.toLowerCase()),
-  };
+  return loadCoreEngineCatalog(modules);
 }

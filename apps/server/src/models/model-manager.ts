@@ -5,15 +5,11 @@ import {
   type ServingInput,
   type ServingOutput,
   inspectModelSource,
-  loadModel,
   misspelledServingKeys,
   parseModelUrl,
-  resolveTranslator,
-  withRawTensorPath,
 } from '@kiln/core';
 import type { JobHandle, JobOptions } from '@kiln/batching';
 import {
-  type WorkerPool,
   type WorkerPoolSettingsInput,
   createWorkerPool,
   workerPoolSettingsFromProperties,
@@ -320,18 +316,17 @@ export class ModelManager {
   ): Promise<void> {
     const started = performance.now();
     try {
-      const provider = entry.engineName ? this.engines.providerFor(entry.engineName) : undefined;
-      const pool = provider?.sharesLoadedModel
-        ? await this.sharedPool(entry, request, settings)
-        : await createWorkerPool({
-            name: entry.name,
-            model: {
-              url: request.url,
-              engines: this.engines.modules,
-              overrides: this.overrides(request),
-            },
-            settings,
-          });
+      // The pool locates the model once and runs it as its engine asks (threads or shared).
+      const pool = await createWorkerPool({
+        name: entry.name,
+        model: {
+          url: request.url,
+          engines: this.engines.modules,
+          overrides: this.overrides(request),
+          ...this.sourceOptions(),
+        },
+        settings,
+      });
       if (entry.state === 'UNLOADING') {
         await pool.shutdown({ drain: false });
         return;
@@ -347,21 +342,6 @@ export class ModelManager {
       entry.state = 'FAILED';
       entry.error = error instanceof Error ? error.message : String(error);
     }
-  }
-
-  /** Engines that share one loaded model (LibTorch) serve it from main-thread workers. */
-  private async sharedPool(
-    entry: ModelEntry,
-    request: RegisterRequest,
-    settings: WorkerPoolSettingsInput,
-  ): Promise<WorkerPool<ServingInput, ServingOutput>> {
-    const model = await loadModel(request.url, {
-      registry: this.engines.registry,
-      overrides: this.overrides(request),
-      ...this.sourceOptions(),
-    });
-    const translator = withRawTensorPath(await resolveTranslator(model));
-    return createWorkerPool({ name: entry.name, model: { shared: model, translator }, settings });
   }
 
   /** Refuses worker counts over the server-wide max_workers_limit. */

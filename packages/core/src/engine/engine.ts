@@ -5,6 +5,9 @@ import type { Model, ModelLoadRequest } from '../model/model.js';
 export const ENGINE_SPECIFICATION_VERSION = 'kiln-engine-v1' as const;
 export type EngineSpecificationVersion = typeof ENGINE_SPECIFICATION_VERSION;
 
+/** See EngineProvider.execution. */
+export type EngineExecution = 'blocking' | 'async';
+
 /**
  * How an engine plugs into Kiln. Providers are cheap to construct: nothing native is loaded
  * until the registry calls `load()`.
@@ -16,11 +19,17 @@ export interface EngineProvider {
   /** Higher ranks are preferred when no engine is named. */
   readonly rank: number;
   /**
-   * True when forward already runs off the JS thread and all contexts of a model share one
-   * loaded copy (LibTorch): servers then run its workers on the main thread around one shared
-   * model instead of loading a copy per worker thread.
+   * How the engine's forward runs; only the worker pool reads it. `'blocking'` (default): it
+   * blocks the calling thread (DJL's synchronous predictor), so the pool runs each worker on
+   * a thread of its own. `'async'`: it already runs off the JavaScript thread (native workers,
+   * processes), so the pool loads the model once and its workers share it on the main thread.
    */
-  readonly sharesLoadedModel?: boolean;
+  readonly execution?: EngineExecution;
+  /**
+   * `'shared'` when the engine loads in only one thread per process (tfjs-node): the pool
+   * then hosts every worker of this engine, of every model, on one thread.
+   */
+  readonly hostThread?: 'per-worker' | 'shared';
   /** Whether a model folder holding these file names (relative paths) is for this engine. */
   recognizes(fileNames: readonly string[]): boolean;
   /** Loads the engine's runtime. Throws KilnError(ENGINE_UNAVAILABLE) with every place it looked. */

@@ -10,8 +10,17 @@ export interface ForwardOptions {
  * Engines implement this; Predictors own one each.
  */
 export interface ExecutionContext {
-  /** Runs the model once on a (possibly batched) input. Never blocks the calling event loop. */
+  /**
+   * Runs the model once on a (possibly batched) input. It may block the calling thread while
+   * the model computes when its provider declares `execution: 'blocking'`: the worker pool
+   * runs those contexts on threads of their own.
+   */
   forward(input: NDList, options?: ForwardOptions): Promise<NDList>;
+  /**
+   * Ends the engine's per-operator profile (models loaded with profiling on) and returns its
+   * tables, leaving out the first `skipRuns` runs. Engines without profiling leave it out.
+   */
+  endProfiling?(options?: { skipRuns?: number }): Promise<unknown>;
   /** Releases the context (worker thread, native handle). Idempotent. */
   close(): Promise<void>;
 }

@@ -53,6 +53,21 @@ export interface ModelInspection {
 }
 
 /**
+ * A model located on disk, its properties merged and its engine picked, as plain data that
+ * crosses threads: a worker loads it with `loadResolvedModel` without locating it again.
+ */
+export interface ResolvedModelLoad {
+  /** What the engine is asked to load; the device is chosen once the engine is loaded. */
+  readonly request: Omit<ModelLoadRequest, 'device'>;
+  /** The engine named, or the best registered provider that recognises the files. */
+  readonly engineName: string | undefined;
+  /** The model folder's files, for engine recognition where no engine is named. */
+  readonly files: readonly string[];
+  /** The device choice (`gpu0`, `*`, `cpu;gpu0`), or undefined for cpu. */
+  readonly device: string | undefined;
+}
+
+/**
  * Loads a model from a DJL-style URL (`[name[:version[:engine[:device]]]]=url`): finds the
  * files (extracting archives), reads serving.properties under overrides and the URL's
  * fields, picks the engine (named, or recognised from the files) and the device, and asks
@@ -62,9 +77,41 @@ export async function loadModel(
   spec: string | ModelUrl,
   options: LoadModelOptions,
 ): Promise<Model> {
+  return loadResolvedModel(await resolveModelLoad(spec, options), options.registry);
+}
+
+/** The first half of loadModel: everything up to loading an engine, which it leaves alone. */
+export async function resolveModelLoad(
+  spec: string | ModelUrl,
+  options: ModelSourceOptions & { registry?: EngineRegistry; device?: Device | string },
+): Promise<ResolvedModelLoad> {
   const { url, source, properties, name } = await prepareModel(spec, options);
-  const engine = await chooseEngine(options.registry, properties, source, name);
-  const device = chooseDevice(url.device ?? options.device ?? properties.loadOnDevices, engine);
+  const device = url.device ?? options.device ?? properties.loadOnDevices;
+  return {
+    request: {
+      name,
+      modelDir: source.dir,
+      ...(source.modelFile === undefined ? {} : { modelFile: source.modelFile }),
+      options: properties.options,
+      properties,
+    },
+    engineName:
+      properties.engine ??
+      options.registry?.providers().find((provider) => provider.recognizes(source.files))?.name,
+    files: source.files,
+    device: typeof device === 'string' || device === undefined ? device : formatDevice(device),
+  };
+}
+
+/** The second half of loadModel: loads the engine in this thread, then the model with it. */
+export async function loadResolvedModel(
+  resolved: ResolvedModelLoad,
+  registry: EngineRegistry,
+): Promise<Model> {
+  const { request: located } = resolved;
+  const name = located.name;
+  const engine = await chooseEngine(registry, located.properties, resolved.files, name);
+  const device = chooseDevice(resolved.device, engine);
   if (!engine.devices().some((d) => d.type === device.type && d.id === device.id)) {
     throw new KilnError(
       KilnErrorCode.ModelLoadFailed,
@@ -72,14 +119,7 @@ export async function loadModel(
       { details: { model: name, engine: engine.name, device: formatDevice(device) } },
     );
   }
-  const request: ModelLoadRequest = {
-    name,
-    modelDir: source.dir,
-    modelFile: source.modelFile,
-    device,
-    options: properties.options,
-    properties,
-  };
+  const request: ModelLoadRequest = { ...located, device };
   try {
     return await engine.loadModel(request);
   } catch (error) {
@@ -173,13 +213,13 @@ function defaultModelName(source: ModelSource): string {
 async function chooseEngine(
   registry: EngineRegistry,
   properties: ServingProperties,
-  source: ModelSource,
+  files: readonly string[],
   name: string,
 ): Promise<Engine> {
   try {
     return properties.engine !== undefined
       ? await registry.get(properties.engine)
-      : await registry.forModelFiles(source.files);
+      : await registry.forModelFiles(files);
   } catch (error) {
     const reason = KilnError.wrap(error, KilnErrorCode.EngineUnavailable);
     throw new KilnError(reason.code, `model ${name}: ${reason.message}`, {

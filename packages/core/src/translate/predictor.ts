@@ -91,6 +91,18 @@ export class Predictor<I, O> {
     }
   }
 
+  /** Ends its context's per-operator profile (see ExecutionContext.endProfiling). */
+  endProfiling(options: { skipRuns?: number } = {}): Promise<unknown> {
+    if (!this.context.endProfiling)
+      return Promise.reject(
+        new KilnError(
+          KilnErrorCode.InvalidConfig,
+          `engine ${this.model.engine} does not profile its operators`,
+        ),
+      );
+    return this.context.endProfiling(options);
+  }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

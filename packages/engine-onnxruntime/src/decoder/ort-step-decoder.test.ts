@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KilnError } from '@kiln/core';
+import { KilnError, spawnModuleWorker as startThread } from '@kiln/core';
 import { gptDecoderModel, tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -22,7 +22,10 @@ beforeAll(async () => {
     heads: 4,
     maxLen: 128,
   });
-  decoder = await OrtStepDecoder.load(model.dir, { session: { intraOpNumThreads: 1 } });
+  decoder = await OrtStepDecoder.load(model.dir, {
+    startThread,
+    session: { intraOpNumThreads: 1 },
+  });
 });
 afterAll(async () => {
   await decoder?.close();
@@ -106,7 +109,10 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
       attentionDim: 64,
       maxLen: 512,
     });
-    const wide = await OrtStepDecoder.load(model.dir, { session: { intraOpNumThreads: 1 } });
+    const wide = await OrtStepDecoder.load(model.dir, {
+      startThread,
+      session: { intraOpNumThreads: 1 },
+    });
     try {
       const state = wide.open();
       let last = performance.now();
@@ -130,7 +136,9 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
 
   it('rejects a model that is not a KV-cache decoder, naming what is missing', async () => {
     const dir = await tinyModel(join(root, 'tiny'));
-    const error = await OrtStepDecoder.load(dir, { maxSequenceLength: 8 }).catch((e: unknown) => e);
+    const error = await OrtStepDecoder.load(dir, { startThread, maxSequenceLength: 8 }).catch(
+      (e: unknown) => e,
+    );
     expect(KilnError.is(error, 'UNSUPPORTED_FORMAT')).toBe(true);
     expect((error as Error).message).toMatch(/input_ids, attention_mask, position_ids are missing/);
   });

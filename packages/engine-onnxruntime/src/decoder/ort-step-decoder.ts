@@ -1,13 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Worker } from 'node:worker_threads';
+import type { Worker, WorkerOptions } from 'node:worker_threads';
 import {
   KilnError,
   KilnErrorCode,
   type StepDecoder,
   type StepEntry,
   siblingModule,
-  spawnModuleWorker,
 } from '@kiln/core';
 import { type OrtSessionConfig, DEFAULT_SESSION_CONFIG } from '../session-config.js';
 import type { DecoderSignature } from './decoder-signature.js';
@@ -17,7 +16,12 @@ import type { DecoderReply, DecoderRequest, DecoderWorkerData } from './decoder-
 export const DECODER_WORKER_MODULE = siblingModule(import.meta.url, './decoder-worker');
 
 export interface OrtStepDecoderOptions {
-  /** Session settings; the session runs on a worker thread of its own. */
+  /**
+   * Starts the thread that keeps the session and the caches: the worker pool's
+   * `startInferenceThread` (threads are the pool's to start, not the engine's).
+   */
+  readonly startThread: (module: URL, options: WorkerOptions) => Worker;
+  /** Session settings; the session runs on the decoder's thread. */
   readonly session?: Partial<OrtSessionConfig>;
   /**
    * Longest sequence the model takes; default `n_positions` (or `max_position_embeddings`)
@@ -79,7 +83,7 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
     worker.unref();
   }
 
-  static async load(dir: string, options: OrtStepDecoderOptions = {}): Promise<OrtStepDecoder> {
+  static async load(dir: string, options: OrtStepDecoderOptions): Promise<OrtStepDecoder> {
     const config = await readHfConfig(dir);
     const maxSequenceLength =
       options.maxSequenceLength ?? config.n_positions ?? config.max_position_embeddings;
@@ -93,7 +97,7 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
       config: { ...DEFAULT_SESSION_CONFIG, ...options.session },
       maxSequenceLength,
     };
-    const worker = spawnModuleWorker(DECODER_WORKER_MODULE, { workerData: data });
+    const worker = options.startThread(DECODER_WORKER_MODULE, { workerData: data });
     const signature = await new Promise<DecoderSignature>((resolve, reject) => {
       worker.once('message', (reply: DecoderReply) => {
         worker.removeAllListeners('exit');

@@ -13,7 +13,7 @@ const availability = await checkEngine('TensorFlow', () => probeTensorFlow('wasm
 const nativeInstalled =
   isPackageInstalled('@tensorflow/tfjs-node') || isPackageInstalled('@tensorflow/tfjs-node-gpu');
 
-describe.skipIf(!availability.run)('TensorFlow engine on the main thread', () => {
+describe.skipIf(!availability.run)('TensorFlow engine', () => {
   const tmp = temporaryFolder('engine');
   let engine: Engine;
   const folder = (label: string) => fs.mkdtempSync(path.join(tmp.dir, `${label}-`));
@@ -36,32 +36,10 @@ describe.skipIf(!availability.run)('TensorFlow engine on the main thread', () =>
       { backend: 'tfjs-node-gpu', reason: expect.stringContaining('not requested') },
       { backend: 'tfjs-node', reason: expect.stringContaining('not requested') },
     ]);
-    expect(description.models).toBe('one worker thread per execution context');
+    expect(description.models).toBe('in the loading thread');
     expect(engine.version).toMatch(/^4\.\d+\.\d+/);
     expect(engine.devices()).toEqual([{ type: 'cpu', id: 0 }]);
   });
-
-  it.skipIf(nativeInstalled)(
-    'says what to install for each native backend it could not load',
-    async () => {
-      const description = (await provider.load()).describe();
-      expect(description.backend).toBe('wasm');
-      expect(description.skipped).toEqual([
-        {
-          backend: 'tfjs-node-gpu',
-          reason: expect.stringContaining('npm install @tensorflow/tfjs-node-gpu'),
-        },
-        {
-          backend: 'tfjs-node',
-          reason: expect.stringContaining('npm install @tensorflow/tfjs-node'),
-        },
-      ]);
-      await expect(createTensorFlowEngine({ backend: 'tfjs-node' }).load()).rejects.toMatchObject({
-        code: 'ENGINE_UNAVAILABLE',
-        message: expect.stringContaining('@tensorflow/tfjs-node is not installed'),
-      });
-    },
-  );
 
   it('recognises TF.js models and SavedModels by their files', () => {
     expect(provider.recognizes(['model.json', 'group1-shard1of1.bin'])).toBe(true);
@@ -95,34 +73,18 @@ describe.skipIf(!availability.run)('TensorFlow engine on the main thread', () =>
     expect((error as KilnError).message).toContain('tensorflowjs_converter');
   });
 
-  it('keeps the event loop free while a model runs, and cancels a waiting caller', async () => {
-    const model = await engine.loadModel(loadRequest(await heavyGraph(folder('heavy'), 8)));
-    expect(model.describe()).toMatchObject({ format: 'graph-model', backend: 'wasm' });
+  it('runs a model in the loading thread, refuses a cancelled caller, and closes', async () => {
+    const model = await engine.loadModel(loadRequest(await heavyGraph(folder('heavy'), 2)));
+    expect(model.describe()).toMatchObject({
+      format: 'graph-model',
+      backend: 'wasm',
+      runsIn: 'the loading thread',
+    });
     const context = (await model.newExecutionContext()) as TfExecutionContext;
-    const n = 384;
-    const x = new Tensor(
-      'float32',
-      Float32Array.from({ length: n * n }, (_, i) => ((i % 7) - 3) / 64),
-      [n, n],
-      'x',
-    );
-    await context.forward(NDList.of(x)); // warm up
-
-    const ticks: number[] = [];
-    const timer = setInterval(() => ticks.push(performance.now()), 1);
-    const start = performance.now();
-    await context.forward(NDList.of(x));
-    const elapsed = performance.now() - start;
-    clearInterval(timer);
-    // Had the forward blocked this thread, one gap would span it; a free loop ticks throughout.
-    const gaps = ticks.slice(1).map((t, i) => t - ticks[i]!);
-    expect(ticks.length).toBeGreaterThan(4);
-    expect(Math.max(...gaps)).toBeLessThan(elapsed / 2);
-
+    const n = 64;
+    const x = new Tensor('float32', new Float32Array(n * n).fill(0.5), [n, n], 'x');
     const controller = new AbortController();
-    const pending = context.forward(NDList.of(x), { signal: controller.signal });
     controller.abort();
-    await expect(pending).rejects.toMatchObject({ code: 'CANCELLED' });
     await expect(
       context.forward(NDList.of(x), { signal: controller.signal }),
     ).rejects.toMatchObject({ code: 'CANCELLED' });

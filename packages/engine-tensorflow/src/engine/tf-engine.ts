@@ -9,7 +9,7 @@ import {
 } from '@kiln/core';
 import { BACKEND_INFO } from '../runtime/backends.js';
 import { TENSORFLOW_ENGINE_NAME, type TfModelBase } from './model-base.js';
-import type { TfPlacement } from './placement.js';
+import type { TfModels } from './tf-models.js';
 
 const GPU0: Device = Object.freeze({ type: 'gpu', id: 0 });
 
@@ -18,7 +18,7 @@ export class TfEngine implements Engine {
   readonly name = TENSORFLOW_ENGINE_NAME;
 
   constructor(
-    private readonly placement: TfPlacement,
+    private readonly placement: TfModels,
     private readonly threads: Readonly<Record<string, unknown>>,
   ) {}
 

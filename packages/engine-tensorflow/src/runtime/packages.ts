@@ -14,6 +14,8 @@ export class PackageMissingError extends Error {
 
 /** Imports an optional peer dependency; a missing package is a PackageMissingError. */
 export async function importPackage(packageName: string): Promise<unknown> {
+  // Checked first: how a failed import reads differs between loaders (Node's, a bundler's).
+  if (!isPackageInstalled(packageName)) throw new PackageMissingError(packageName);
   try {
     return await import(packageName);
   } catch (error) {

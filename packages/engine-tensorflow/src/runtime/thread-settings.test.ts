@@ -21,17 +21,14 @@ const native: TfRuntimeFacts = {
 };
 
 describe('TensorFlow thread settings', () => {
-  it('puts the options in the environment native TensorFlow reads, from the main thread', () => {
+  it('puts the options in the environment native TensorFlow reads', () => {
     const env: Record<string, string | undefined> = {};
-    exportThreadOptions({ intraOpThreads: 1, interOpThreads: 2 }, env, true);
+    exportThreadOptions({ intraOpThreads: 1, interOpThreads: 2 }, env);
     expect(env).toEqual({ [TF_INTRA_OP_ENV]: '1', [TF_INTER_OP_ENV]: '2' });
     expect(readThreadEnv(env)).toEqual({ intraOp: 1, interOp: 2 });
   });
 
-  it('cannot reach native code from a worker thread, and leaves the environment alone', () => {
-    const env: Record<string, string | undefined> = {};
-    exportThreadOptions({ intraOpThreads: 1 }, env, false);
-    expect(env).toEqual({});
+  it('reads only positive integers back from the environment', () => {
     expect(readThreadEnv({ [TF_INTRA_OP_ENV]: 'many' })).toEqual({
       intraOp: undefined,
       interOp: undefined,
@@ -39,23 +36,16 @@ describe('TensorFlow thread settings', () => {
   });
 
   it('describes what TensorFlow read when it loaded, and notes options it could not take', () => {
-    expect(describeThreads(native, { intraOpThreads: 1 }, true)).toEqual({
+    expect(describeThreads(native, { intraOpThreads: 1 })).toEqual({
       intraOpThreads: 1,
       interOpThreads: 2,
     });
-    expect(describeThreads(native, { intraOpThreads: 4 }, true)).toMatchObject({
+    expect(describeThreads(native, { intraOpThreads: 4 })).toMatchObject({
       intraOpThreads: 1,
       note: expect.stringContaining('already loaded'),
     });
-    expect(describeThreads(native, { interOpThreads: 4 }, false)).toMatchObject({
-      note: expect.stringContaining(TF_INTER_OP_ENV),
-    });
     expect(
-      describeThreads(
-        { ...native, nativeThreads: { intraOp: undefined, interOp: undefined } },
-        {},
-        true,
-      ),
+      describeThreads({ ...native, nativeThreads: { intraOp: undefined, interOp: undefined } }, {}),
     ).toEqual({
       intraOpThreads: expect.stringContaining('default'),
       interOpThreads: expect.stringContaining('default'),
@@ -64,7 +54,7 @@ describe('TensorFlow thread settings', () => {
 
   it('refuses thread counts that are not positive integers', () => {
     for (const bad of [0, -1, 1.5, Number.NaN]) {
-      expect(() => exportThreadOptions({ intraOpThreads: bad }, {}, true)).toThrow(
+      expect(() => exportThreadOptions({ intraOpThreads: bad }, {})).toThrow(
         expect.objectContaining({ code: 'INVALID_CONFIG' }),
       );
     }
@@ -77,7 +67,7 @@ describe('TensorFlow thread settings', () => {
       multithreaded: false,
       nativeThreads: undefined,
     };
-    expect(describeThreads(wasm, {}, true)).toMatchObject({
+    expect(describeThreads(wasm, {})).toMatchObject({
       intraOpThreads: 1,
       note: expect.stringContaining('more execution contexts'),
     });

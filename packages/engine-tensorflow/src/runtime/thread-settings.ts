@@ -13,20 +13,17 @@ export interface TfThreadOptions {
 }
 
 /**
- * Puts the thread options where native TensorFlow reads them: the process environment. Only
- * the main thread can: a worker thread's `process.env` is its own copy, which native code
- * never sees. Checks the values either way.
+ * Puts the thread options where native TensorFlow reads them: the process environment (the
+ * pool's host threads share it with the process). Checks the values.
  */
 export function exportThreadOptions(
   options: TfThreadOptions,
   env: Record<string, string | undefined>,
-  mainThread: boolean,
 ): void {
   const entries: [string, number | undefined][] = [
     [TF_INTRA_OP_ENV, checkThreads('intraOpThreads', options.intraOpThreads)],
     [TF_INTER_OP_ENV, checkThreads('interOpThreads', options.interOpThreads)],
   ];
-  if (!mainThread) return;
   for (const [key, value] of entries) if (value !== undefined) env[key] = String(value);
 }
 
@@ -52,7 +49,6 @@ export function readThreadEnv(env: Readonly<Record<string, string | undefined>>)
 export function describeThreads(
   facts: TfRuntimeFacts,
   options: TfThreadOptions,
-  mainThread: boolean,
 ): Record<string, unknown> {
   if (facts.nativeThreads === undefined) {
     return {
@@ -64,11 +60,9 @@ export function describeThreads(
   const unmet =
     (options.intraOpThreads !== undefined && options.intraOpThreads !== intraOp) ||
     (options.interOpThreads !== undefined && options.interOpThreads !== interOp);
-  const note = !unmet
-    ? undefined
-    : mainThread
-      ? 'thread options were ignored: TensorFlow had already loaded in this process, and reads them once'
-      : `thread options were ignored: from a worker thread set ${TF_INTRA_OP_ENV} / ${TF_INTER_OP_ENV} in the process environment instead`;
+  const note = unmet
+    ? 'thread options were ignored: TensorFlow had already loaded in this process, and reads them once'
+    : undefined;
   return {
     intraOpThreads: intraOp ?? 'TensorFlow default (one per core)',
     interOpThreads: interOp ?? 'TensorFlow default (one per core)',

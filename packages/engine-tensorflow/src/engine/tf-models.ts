@@ -13,14 +13,13 @@ import { memoryOf } from '../runtime/memory.js';
 import type { TfRuntime } from '../runtime/resolve-runtime.js';
 import type { TfMemoryInfo } from '../runtime/tfjs-api.js';
 import { type TfExecutionContext, TfModelBase } from './model-base.js';
-import type { TfPlacement } from './placement.js';
 
 /**
- * Models run in this thread. Used inside worker threads (a worker pool's, or Kiln's own),
- * where blocking the thread during inference is the point.
+ * Loads models into this thread's tfjs runtime; they run here and block the thread while
+ * they compute. The worker pool runs them on the process's TensorFlow host thread.
  */
-export class InlinePlacement implements TfPlacement {
-  readonly description = 'in this worker thread';
+export class TfModels {
+  readonly description = 'in the loading thread';
 
   constructor(private readonly runtime: TfRuntime) {}
 
@@ -48,7 +47,7 @@ class InlineModel extends TfModelBase {
   ) {
     super(request, runner.model, {
       backend: runtime.facts.backend,
-      runsIn: 'the loading worker thread',
+      runsIn: 'the loading thread',
     });
   }
 

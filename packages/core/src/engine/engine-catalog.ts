@@ -1,0 +1,57 @@
+import { KilnError, KilnErrorCode } from '../errors.js';
+import type { EngineProvider } from './engine.js';
+import { EngineRegistry } from './engine-registry.js';
+
+/** Engines known to a process: their providers, and the modules they came from. */
+export interface EngineCatalog {
+  readonly registry: EngineRegistry;
+  /** Module specifiers that export a provider, for worker threads to import the same engines. */
+  readonly modules: readonly string[];
+  /** Modules that could not be imported, with why (an engine package not installed). */
+  readonly missing: Readonly<Record<string, string>>;
+  providerFor(engineName: string): EngineProvider | undefined;
+}
+
+/**
+ * Imports each engine module (a package name or a file URL exporting `provider` or a default
+ * provider) and registers its provider. Importing loads nothing native: engines load when a
+ * model first needs them. Modules that fail to import are listed in `missing`.
+ */
+export async function loadEngineCatalog(modules: readonly string[]): Promise<EngineCatalog> {
+  const registry = new EngineRegistry();
+  const loaded: string[] = [];
+  const missing: Record<string, string> = {};
+  const providers = new Map<string, EngineProvider>();
+  for (const specifier of modules) {
+    try {
+      const provider = await importEngineProvider(specifier);
+      registry.register(provider);
+      providers.set(provider.name.toLowerCase(), provider);
+      loaded.push(specifier);
+    } catch (error) {
+      missing[specifier] = error instanceof Error ? error.message : String(error);
+    }
+  }
+  return {
+    registry,
+    modules: loaded,
+    missing,
+    providerFor: (name) => providers.get(name.toLowerCase()),
+  };
+}
+
+/** The provider a module exports as `provider` or as its default export. */
+export async function importEngineProvider(specifier: string): Promise<EngineProvider> {
+  const module = (await import(specifier)) as {
+    provider?: EngineProvider;
+    default?: EngineProvider;
+  };
+  const provider = module.provider ?? module.default;
+  if (!provider || typeof provider.load !== 'function') {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `engine module ${specifier} exports no provider (as \`provider\` or default)`,
+    );
+  }
+  return provider;
+}

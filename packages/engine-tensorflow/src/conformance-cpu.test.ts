@@ -1,0 +1,3 @@
+import { describeBackendConformance } from './test-support/conformance.js';
+
+describeBackendConformance('cpu');

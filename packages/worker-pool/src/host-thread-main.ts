@@ -1,0 +1,240 @@
+// Entry of a host thread: each worker it hosts loads the model from the pool's resolved
+// recipe, owns one Predictor and runs the batches the pool sends. A thread hosts one worker,
+// or every worker of an engine that loads in one thread per process (tfjs-node). Nothing is
+// shared with the main thread but messages.
+import { parentPort, threadId } from 'node:worker_threads';
+import {
+  KilnError,
+  KilnErrorCode,
+  type Model,
+  Predictor,
+  type PredictResult,
+  type PredictTimings,
+  type ServingInput,
+  type ServingInputMessage,
+  type ServingOutput,
+  TransferList,
+  type TransferMode,
+  loadResolvedModel,
+  withRawTensorPath,
+  servingInputFromMessage,
+  servingOutputToMessage,
+} from '@kiln/core';
+import { pinCurrentThread, type PinResult } from './cpu-pinning.js';
+import { engineCatalogFor, recipeTranslator } from './recipe-plan.js';
+import { planThreads } from './thread-budget.js';
+import { lowerThreadPriority, type PriorityResult } from './thread-priority.js';
+import type { FromHost, ResultMessage, ToHost, WorkerInit } from './worker-protocol.js';
+import { signatureOf } from './worker-protocol.js';
+
+const port = parentPort!;
+
+interface HostedWorker {
+  readonly model: Model;
+  predictor: Predictor<ServingInput, ServingOutput>;
+  readonly aborts: Map<number, AbortController>;
+  timings: PredictTimings | undefined;
+}
+
+const workers = new Map<number, HostedWorker>();
+// Pinning and priority are the thread's: set once, before the first model loads, so engine
+// threads it starts inherit them.
+let threadSettings: { pinning: PinResult | undefined; priority: PriorityResult | undefined };
+
+function post(message: FromHost, transfer: ArrayBuffer[] = []): void {
+  port.postMessage(message, transfer);
+}
+
+async function start(id: number, init: WorkerInit): Promise<void> {
+  threadSettings ??= {
+    pinning: init.pinCores ? pinCurrentThread(init.pinCores) : undefined,
+    priority: init.nice > 0 ? lowerThreadPriority(init.nice) : undefined,
+  };
+  const { registry } = await engineCatalogFor(init.recipe.engines);
+  // The pool's group decides the device.
+  const model = await loadResolvedModel({ ...init.recipe.load, device: init.device }, registry);
+  try {
+    // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
+    const translator = withRawTensorPath(await recipeTranslator(model, init.recipe.translator));
+    const plan = planThreads({ ...init.threads, engineOptions: model.properties.options });
+    const hosted: Partial<HostedWorker> & Omit<HostedWorker, 'predictor'> = {
+      model,
+      aborts: new Map(),
+      timings: undefined,
+    };
+    hosted.predictor = await Predictor.create(model, translator, {
+      ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
+      onTimings: (t) => (hosted.timings = t),
+    });
+    workers.set(id, hosted as HostedWorker);
+    post({
+      type: 'ready',
+      worker: id,
+      facts: {
+        threadId,
+        intraOpThreads: plan.intraOpThreads,
+        threadSource: plan.source,
+        pinning: threadSettings.pinning,
+        priority: threadSettings.priority,
+        engine: model.engine,
+        model: model.describe(),
+        signature: signatureOf(model),
+      },
+    });
+  } catch (error) {
+    await model.dispose();
+    throw error;
+  }
+}
+
+/** Sends a batch's results; values that cannot cross threads fail alone, not the batch. */
+function postResults(
+  worker: number,
+  id: number,
+  results: readonly PredictResult<ServingOutput>[],
+  timings: PredictTimings | undefined,
+  mode: TransferMode,
+): void {
+  const transfer = new TransferList(mode);
+  const messages = results.map((r) => encodeResult(r, transfer));
+  try {
+    post({ type: 'results', worker, id, results: messages, timings }, transfer.transfer);
+  } catch (error) {
+    if (mode === 'move') return postResults(worker, id, results, timings, 'copy');
+    const safe = messages.map((m) => cloneable(m, error));
+    post({ type: 'results', worker, id, results: safe, timings });
+  }
+}
+
+function encodeResult(result: PredictResult<ServingOutput>, transfer: TransferList): ResultMessage {
+  if (!result.ok) return { ok: false, error: result.error.toJSON() };
+  try {
+    return { ok: true, value: servingOutputToMessage(result.value, transfer) };
+  } catch (error) {
+    return {
+      ok: false,
+      error: KilnError.wrap(
+        error,
+        KilnErrorCode.Internal,
+        'the translator returned an unusable output',
+      ).toJSON(),
+    };
+  }
+}
+
+function cloneable(message: ResultMessage, cause: unknown): ResultMessage {
+  try {
+    structuredClone(message);
+    return message;
+  } catch {
+    const reason = cause instanceof Error ? cause.message : String(cause);
+    return {
+      ok: false,
+      error: new KilnError(
+        KilnErrorCode.Internal,
+        `the output cannot be sent to the main thread: ${reason}`,
+      ).toJSON(),
+    };
+  }
+}
+
+/** Runs a batch; an input that arrived malformed fails alone, the others still run. */
+async function runBatch(
+  workerId: number,
+  id: number,
+  messages: readonly ServingInputMessage[],
+): Promise<void> {
+  const worker = workers.get(workerId);
+  if (!worker) {
+    const error = new KilnError(KilnErrorCode.Internal, `worker ${workerId} is not hosted here`);
+    post({ type: 'run-failed', worker: workerId, id, error: error.toJSON() });
+    return;
+  }
+  const results: PredictResult<ServingOutput>[] = new Array(messages.length);
+  const inputs: ServingInput[] = [];
+  const positions: number[] = [];
+  messages.forEach((message, i) => {
+    try {
+      inputs.push(servingInputFromMessage(message));
+      positions.push(i);
+    } catch (error) {
+      results[i] = { ok: false, error: KilnError.wrap(error, KilnErrorCode.InvalidInput) };
+    }
+  });
+  const controller = new AbortController();
+  worker.aborts.set(id, controller);
+  worker.timings = undefined;
+  try {
+    const settled =
+      inputs.length === 0
+        ? []
+        : await worker.predictor.batchPredictSettled(inputs, { signal: controller.signal });
+    settled.forEach((result, k) => (results[positions[k]!] = result));
+    postResults(workerId, id, results, worker.timings, 'move');
+  } catch (error) {
+    post({
+      type: 'run-failed',
+      worker: workerId,
+      id,
+      error: KilnError.wrap(error, KilnErrorCode.WorkerCrashed, 'the worker failed').toJSON(),
+    });
+  } finally {
+    worker.aborts.delete(id);
+  }
+}
+
+async function endProfiling(workerId: number, id: number, skipRuns: number | undefined) {
+  try {
+    const worker = workers.get(workerId);
+    if (!worker)
+      throw new KilnError(KilnErrorCode.Internal, `worker ${workerId} is not hosted here`);
+    const value = await worker.predictor.endProfiling(skipRuns === undefined ? {} : { skipRuns });
+    post({ type: 'profile', worker: workerId, id, result: { ok: true, value } });
+  } catch (error) {
+    const failure = KilnError.wrap(error, KilnErrorCode.EngineError).toJSON();
+    post({ type: 'profile', worker: workerId, id, result: { ok: false, error: failure } });
+  }
+}
+
+async function stop(workerId: number): Promise<void> {
+  const worker = workers.get(workerId);
+  workers.delete(workerId);
+  if (worker) {
+    await worker.predictor.close().catch(() => undefined);
+    await worker.model.dispose().catch(() => undefined);
+  }
+  post({ type: 'stopped', worker: workerId });
+}
+
+port.on('message', (message: ToHost) => {
+  switch (message.type) {
+    case 'start':
+      start(message.worker, message.init).catch((error: unknown) =>
+        post({
+          type: 'start-failed',
+          worker: message.worker,
+          error: KilnError.wrap(
+            error,
+            KilnErrorCode.ModelLoadFailed,
+            'the worker could not start',
+          ).toJSON(),
+        }),
+      );
+      return;
+    case 'run':
+      void runBatch(message.worker, message.id, message.inputs);
+      return;
+    case 'abort':
+      workers
+        .get(message.worker)
+        ?.aborts.get(message.id)
+        ?.abort(new KilnError(KilnErrorCode.Cancelled, 'every request of the batch was cancelled'));
+      return;
+    case 'end-profiling':
+      void endProfiling(message.worker, message.id, message.skipRuns);
+      return;
+    case 'stop':
+      void stop(message.worker);
+      return;
+  }
+});

@@ -1,0 +1,107 @@
+import {
+  type EngineCatalog,
+  KilnError,
+  KilnErrorCode,
+  type Model,
+  type ServingInput,
+  type ServingOutput,
+  type Translator,
+  type TranslatorFactory,
+  assertTranslator,
+  loadEngineCatalog,
+  loadResolvedModel,
+  resolveModelLoad,
+  resolveTranslator,
+  withRawTensorPath,
+} from '@kiln/core';
+import type { ModelRecipe, ResolvedRecipe } from './worker-protocol.js';
+
+/** How a pool runs a recipe's model, decided by its engine's provider. */
+export type PlannedRecipe =
+  | {
+      /** An async engine: loaded once here, its workers share it on this thread. */
+      readonly kind: 'shared';
+      readonly model: Model;
+      readonly translator: Translator<ServingInput, ServingOutput>;
+    }
+  | {
+      /** A blocking engine: each worker loads the resolved recipe on a host thread. */
+      readonly kind: 'threads';
+      readonly recipe: ResolvedRecipe;
+      /** The engine's name when it loads in one thread per process: its workers share one. */
+      readonly sharedHost: string | undefined;
+    };
+
+/**
+ * Locates the model once (archives unpacked, properties merged, engine picked) and decides
+ * where it runs. Blocking engines are not loaded on this thread: their workers load them.
+ */
+export async function planRecipe(recipe: ModelRecipe): Promise<PlannedRecipe> {
+  const { registry, providerFor } = await engineCatalogFor(recipe.engines);
+  const load = await resolveModelLoad(recipe.url, {
+    registry,
+    ...(recipe.overrides ? { overrides: recipe.overrides } : {}),
+    ...(recipe.cacheDir === undefined ? {} : { cacheDir: recipe.cacheDir }),
+    ...(recipe.maxArchiveBytes === undefined ? {} : { maxArchiveBytes: recipe.maxArchiveBytes }),
+  });
+  const provider = load.engineName === undefined ? undefined : providerFor(load.engineName);
+  if (provider?.execution === 'async') {
+    const model = await loadResolvedModel(load, registry);
+    try {
+      const translator = withRawTensorPath(await recipeTranslator(model, recipe.translator));
+      return { kind: 'shared', model, translator };
+    } catch (error) {
+      await model.dispose();
+      throw error;
+    }
+  }
+  return {
+    kind: 'threads',
+    recipe: { load, engines: recipe.engines, translator: recipe.translator },
+    sharedHost: provider?.hostThread === 'shared' ? provider.name : undefined,
+  };
+}
+
+const catalogs = new Map<string, Promise<EngineCatalog>>();
+
+/** The engines of a recipe, imported once per thread; fails when none could be imported. */
+export function engineCatalogFor(modules: readonly string[]): Promise<EngineCatalog> {
+  const key = modules.join('\n');
+  let catalog = catalogs.get(key);
+  if (!catalog) {
+    catalog = loadEngineCatalog(modules).then((loaded) => {
+      const failed = Object.entries(loaded.missing);
+      if (failed.length > 0 && loaded.modules.length === 0) {
+        throw new KilnError(
+          KilnErrorCode.EngineUnavailable,
+          `no engine module could be imported: ${failed.map(([m, why]) => `${m}: ${why}`).join('; ')}`,
+        );
+      }
+      return loaded;
+    });
+    catalog.catch(() => catalogs.delete(key));
+    catalogs.set(key, catalog);
+  }
+  return catalog;
+}
+
+/** The recipe's translator module (exporting `translatorFactory`), else serving.properties'. */
+export async function recipeTranslator(
+  model: Model,
+  specifier: string | undefined,
+): Promise<Translator<ServingInput, ServingOutput>> {
+  if (specifier === undefined) return resolveTranslator(model);
+  const module = (await import(specifier)) as {
+    translatorFactory?: TranslatorFactory<ServingInput, ServingOutput>;
+  };
+  if (typeof module.translatorFactory?.newInstance !== 'function') {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `translator module ${specifier} exports no translatorFactory`,
+    );
+  }
+  return assertTranslator(
+    await module.translatorFactory.newInstance(model, model.properties.raw),
+    `translator module ${specifier}`,
+  );
+}
