@@ -24,7 +24,13 @@ export interface TestServer {
  * by default: a fresh one, given as management_token so that no key file is written.
  */
 export async function startTestServer(
-  options: { models?: string[]; config?: Record<string, string>; logger?: Logger } = {},
+  options: {
+    models?: string[];
+    config?: Record<string, string>;
+    logger?: Logger;
+    /** Engine modules to serve with (default: the server's own list). */
+    engineModules?: readonly string[];
+  } = {},
 ): Promise<TestServer> {
   const token = randomBytes(16).toString('hex');
   const config = loadServerConfig({
@@ -42,6 +48,7 @@ export async function startTestServer(
     config,
     models: options.models ?? [],
     logger: options.logger ?? pino({ level: 'silent' }),
+    ...(options.engineModules ? { engineModules: options.engineModules } : {}),
   });
   const settled = async () => {
     // Registration itself is asynchronous: wait until every startup model is registered.

@@ -92,7 +92,7 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
       };
       try {
         // Owned request memory (a server's bodies) always moves; other memory per transferInputs.
-        this.send(host, id, inputs, this.options.transferInputs ? 'move' : 'copy');
+        this.send(host, id, inputs, this.options.transferInputs ? 'move' : 'move-owned');
       } catch (error) {
         this.failPending(
           KilnError.wrap(

@@ -56,12 +56,32 @@ function watchBody(
 function ignore(): void {}
 
 /**
+ * The chunks joined into a buffer of their own (the one copy of a body). Never a slice of
+ * Node's shared Buffer pool: the request owns it, so a worker pool can move it to its thread.
+ * With `alignAt`, the body starts just far enough into its buffer that byte `alignAt` of the
+ * body falls on an 8-byte boundary: binary tensor data from there on is viewed, not copied.
+ */
+function joinOwned(chunks: readonly Buffer[], total?: number, alignAt?: number): Buffer {
+  const length = total ?? chunks.reduce((sum, c) => sum + c.length, 0);
+  const pad = alignAt === undefined ? 0 : (8 - (alignAt % 8)) % 8;
+  const out =
+    pad === 0 ? Buffer.allocUnsafeSlow(length) : Buffer.from(new ArrayBuffer(pad + length), pad);
+  let offset = 0;
+  for (const chunk of chunks) offset += chunk.copy(out, offset);
+  return out;
+}
+
+/**
  * Reads a request body into memory, refusing it before buffering when Content-Length is too
  * large, stopping at the limit when the length is not declared, and answering 408 to a
  * client that sends too slowly. A refused body is left unread: the error answer closes the
  * connection.
  */
-export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buffer> {
+export function readBody(
+  req: IncomingMessage,
+  limits: BodyLimits,
+  options: { alignAt?: number } = {},
+): Promise<Buffer> {
   const declared = declaredLength(req, limits.maxBytes);
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -78,7 +98,7 @@ export function readBody(req: IncomingMessage, limits: BodyLimits): Promise<Buff
         reject(error);
         return;
       }
-      resolve(Buffer.concat(chunks, total));
+      resolve(joinOwned(chunks, total, options.alignAt));
     };
     const watch = watchBody(req, limits, settle);
     const onData = (chunk: Buffer) => {
@@ -167,7 +187,7 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
           name,
           contentType: info.mimeType,
           filename: info.filename,
-          data: Buffer.concat(chunks),
+          data: joinOwned(chunks),
         }),
       );
     });

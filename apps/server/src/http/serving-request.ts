@@ -28,6 +28,7 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
       return {
         body: part!.data,
         headers,
+        owned: true,
         maxDecodedBytes: limits.maxBytes,
         ...(part!.contentType ? { contentType: part!.contentType } : {}),
       };
@@ -40,7 +41,7 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
         all.length === 1 && t.name === undefined ? t.withName(part.name) : t,
       ),
     );
-    return { tensors: new NDList(tensors), headers };
+    return { tensors: new NDList(tensors), headers, owned: true };
   }
   const body = await readBody(ctx.req, limits);
   if (body.byteLength === 0)
@@ -48,6 +49,7 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
   return {
     body,
     headers,
+    owned: true,
     maxDecodedBytes: limits.maxBytes,
     ...(contentType ? { contentType } : {}),
   };

@@ -48,13 +48,22 @@ export function v2Routes(server: ServerContext): Router {
     if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
     const entry: ModelEntry = server.models.get(ctx.params.model!, ctx.params.version);
     ctx.state.model = entry.name;
-    const body = await readBody(ctx.req, bodyLimits(server));
-    const request = parseV2Request(body, ctx.get(BINARY_HEADER) || undefined);
+    const headerLength = ctx.get(BINARY_HEADER) || undefined;
+    // Binary tensor data starts right after the JSON header: aligned there, it is not copied.
+    const alignAt = Number(headerLength);
+    const body = await readBody(
+      ctx.req,
+      bodyLimits(server),
+      Number.isSafeInteger(alignAt) && alignAt >= 0 ? { alignAt } : {},
+    );
+    const request = parseV2Request(body, headerLength);
     const output = await answerUnlessGone(
       ctx,
       server.models.submit(entry.name, ctx.params.version, {
         tensors: request.inputs,
         rawTensors: true,
+        // Decoded over the request's own body (or into fresh arrays): moved, not copied.
+        owned: true,
       }),
     );
     if (output.type !== 'tensors') {

@@ -19,6 +19,12 @@ export interface ServingInput {
    * before allocating: a server sets it from its request size limit.
    */
   readonly maxDecodedBytes?: number;
+  /**
+   * Every buffer this input's body and tensors reach belongs to this request alone (a server's
+   * request body): a worker pool moves those buffers to its worker thread instead of copying
+   * them, and the caller's views become empty.
+   */
+  readonly owned?: boolean;
 }
 
 /** What a translator gives back to a server: tensors (encoded per `Accept`) or a JSON value. */

@@ -45,8 +45,10 @@ export type ServingOutputMessage =
  *   empty); a view over part of a buffer is copied, because moving it would take the rest of
  *   the buffer away from whoever else holds it (Node's Buffer pool, sibling batch outputs).
  * - `copy`: every view is copied once; the sender's memory is never touched.
+ * - `move-owned`: views of owned memory (`addOwned`: a request body, tensors decoded over it)
+ *   move with their whole buffer; other views are copied.
  */
-export type TransferMode = 'move' | 'copy';
+export type TransferMode = 'move' | 'copy' | 'move-owned';
 
 /**
  * Collects the buffers a message hands to `postMessage` as its transfer list. Copies it makes
@@ -72,9 +74,26 @@ export class TransferList {
       this.buffers.add(buffer);
       return view;
     }
+    return this.copy(view);
+  }
+
+  private copy<T extends TypedArray>(view: T): T {
     const copy = typedArraySlice.call(view) as T;
     this.buffers.add(copy.buffer as ArrayBuffer);
     return copy;
+  }
+
+  /**
+   * Like `add`, for a view whose whole buffer its holder owns (a request body and the tensors
+   * decoded over it): in `move` mode the buffer is transferred even when the view spans only
+   * part of it, and the view keeps its offset on the other side.
+   */
+  addOwned<T extends TypedArray>(view: T): T {
+    const buffer = view.buffer;
+    if (!(buffer instanceof ArrayBuffer)) return view;
+    if (this.mode === 'copy') return this.copy(view);
+    this.buffers.add(buffer);
+    return view;
   }
 }
 
@@ -83,8 +102,17 @@ const typedArraySlice = (
   Object.getPrototypeOf(Uint8Array.prototype) as { slice(this: TypedArray): TypedArray }
 ).slice;
 
-export function tensorToMessage(tensor: AnyTensor, transfer: TransferList): TensorMessage {
-  const data = Array.isArray(tensor.data) ? tensor.data : transfer.add(tensor.data as TypedArray);
+export function tensorToMessage(
+  tensor: AnyTensor,
+  transfer: TransferList,
+  owned = false,
+): TensorMessage {
+  const view = tensor.data as TypedArray;
+  const data = Array.isArray(tensor.data)
+    ? tensor.data
+    : owned
+      ? transfer.addOwned(view)
+      : transfer.add(view);
   return { dtype: tensor.dtype, shape: [...tensor.shape], name: tensor.name, data };
 }
 
@@ -103,8 +131,12 @@ export function tensorFromMessage(message: TensorMessage): AnyTensor {
   );
 }
 
-export function ndListToMessage(list: NDList, transfer: TransferList): NDListMessage {
-  return { tensors: list.tensors.map((t) => tensorToMessage(t, transfer)) };
+export function ndListToMessage(
+  list: NDList,
+  transfer: TransferList,
+  owned = false,
+): NDListMessage {
+  return { tensors: list.tensors.map((t) => tensorToMessage(t, transfer, owned)) };
 }
 
 export function ndListFromMessage(message: NDListMessage): NDList {
@@ -115,11 +147,14 @@ export function servingInputToMessage(
   input: ServingInput,
   transfer: TransferList,
 ): ServingInputMessage {
+  const owned = input.owned === true;
+  const body = input.body;
   return {
-    body: input.body === undefined ? undefined : transfer.add(input.body),
+    body: body === undefined ? undefined : owned ? transfer.addOwned(body) : transfer.add(body),
     contentType: input.contentType,
     headers: input.headers,
-    tensors: input.tensors === undefined ? undefined : ndListToMessage(input.tensors, transfer),
+    tensors:
+      input.tensors === undefined ? undefined : ndListToMessage(input.tensors, transfer, owned),
     rawTensors: input.rawTensors,
     maxDecodedBytes: input.maxDecodedBytes,
   };
