@@ -135,6 +135,33 @@ describe('serving messages', () => {
     });
   });
 
+  it('moves the whole buffer of an owned input, keeping view offsets, and copies the rest', async () => {
+    const body = new Uint8Array(new ArrayBuffer(64), 8, 48);
+    const x = new Float32Array(body.buffer, 16, 4).fill(2);
+    const transfer = new TransferList('move-owned');
+    const owned = servingInputToMessage(
+      { body, tensors: NDList.of(new Tensor('float32', x, [4], 'x')), owned: true },
+      transfer,
+    );
+    const shared = new Float32Array(new ArrayBuffer(32), 8, 4).fill(3);
+    const borrowed = servingInputToMessage(
+      { tensors: NDList.of(new Tensor('float32', shared, [4], 'y')) },
+      transfer,
+    );
+    expect(transfer.transfer).toHaveLength(2); // the owned buffer, and the borrowed view's copy
+    const [a, b] = await roundTrip<ServingInputMessage[]>([owned, borrowed], transfer);
+    expect(body.byteLength).toBe(0); // moved: the sender's views are empty
+    expect(shared.byteLength).toBe(16); // copied: the caller keeps its memory
+    const x2 = servingInputFromMessage(a!).tensors!.get('x').data as Float32Array;
+    expect([x2.byteOffset, x2.buffer.byteLength, Array.from(x2)]).toEqual([16, 64, [2, 2, 2, 2]]);
+    expect(servingInputFromMessage(a!).body!.byteOffset).toBe(8);
+    expect(Array.from(servingInputFromMessage(b!).tensors!.get('y').data)).toEqual([3, 3, 3, 3]);
+
+    const copied = new TransferList('copy');
+    servingInputToMessage({ body: new Uint8Array(8), owned: true }, copied);
+    expect(copied.transfer[0]!.byteLength).toBe(8);
+  });
+
   it('rejects malformed tensor messages with a KilnError', () => {
     const badDType = { dtype: 'complex64', shape: [1], name: undefined, data: new Float32Array(1) };
     expect(() => tensorFromMessage(badDType as never)).toThrow(KilnError);
