@@ -146,7 +146,7 @@ describe('the packed tarballs', () => {
   });
 });
 
-describe('in process: @kiln/core and @kiln/engine-onnxruntime', () => {
+describe('in process: @kiln/core, @kiln/worker-pool and @kiln/engine-onnxruntime', () => {
   let dir: string;
   let modelDir: string;
   let imageFile: string;
@@ -154,11 +154,11 @@ describe('in process: @kiln/core and @kiln/engine-onnxruntime', () => {
   beforeAll(async () => {
     const installed = await project(
       'in-process',
-      tarballs('@kiln/core', '@kiln/engine-onnxruntime'),
+      tarballs('@kiln/core', '@kiln/batching', '@kiln/worker-pool', '@kiln/engine-onnxruntime'),
     );
     dir = installed.dir;
     record(
-      `npm i @kiln/core @kiln/engine-onnxruntime: ${installed.added} packages, node_modules ${(duBytes(path.join(dir, 'node_modules')) / MiB).toFixed(0)} MiB (@kiln ${(duBytes(path.join(dir, 'node_modules', '@kiln')) / MiB).toFixed(2)} MiB)`,
+      `npm i @kiln/core @kiln/worker-pool @kiln/engine-onnxruntime: ${installed.added} packages, node_modules ${(duBytes(path.join(dir, 'node_modules')) / MiB).toFixed(0)} MiB (@kiln ${(duBytes(path.join(dir, 'node_modules', '@kiln')) / MiB).toFixed(2)} MiB)`,
     );
     expect(installed.added).toBeLessThanOrEqual(40);
 
@@ -183,8 +183,8 @@ describe('in process: @kiln/core and @kiln/engine-onnxruntime', () => {
     ]
       .join('\n')
       .replace(
-        'const registry',
-        `const imageBytes${typed ? ': Uint8Array' : ''} = await readFile(${JSON.stringify(imageFile)});\nconst registry`,
+        'const pool',
+        `const imageBytes${typed ? ': Uint8Array' : ''} = await readFile(${JSON.stringify(imageFile)});\nconst pool`,
       );
   }
 
