@@ -96,6 +96,11 @@ function readInput(input: string): Uint8Array {
 }
 
 function writeOutput(cli: CliContext, output: ServingOutput, file: string | undefined): void {
+  if (output.type === 'bytes') {
+    if (file) fs.writeFileSync(file, output.body);
+    else process.stdout.write(output.body);
+    return;
+  }
   if (output.type === 'json') {
     if (file) fs.writeFileSync(file, JSON.stringify(output.value, null, 2));
     else cli.out(JSON.stringify(output.value, null, 2));

@@ -171,7 +171,7 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
         name,
         contentType: info.mimeType === 'text/plain' ? undefined : info.mimeType,
         filename: undefined,
-        data: Buffer.from(value),
+        data: joinOwned([Buffer.from(value)]),
       });
     });
     parser.on('file', (name, stream, info) => {

@@ -2,10 +2,8 @@ import type { Context } from 'koa';
 import {
   KilnError,
   KilnErrorCode,
-  NDList,
   type ServingInput,
   type ServingOutput,
-  decodeTensors,
   encodeTensors,
   formatForAccept,
 } from '@kiln/core';
@@ -14,7 +12,8 @@ import { type BodyLimits, readBody, readMultipart } from './read-body.js';
 
 /**
  * Builds a translator input from an HTTP request: the raw body, or for multipart requests
- * the single part, or several tensor parts joined into one list named by their fields.
+ * the single part, or several tensor parts (joined into one list, named by their fields, where
+ * the model runs). Every buffer belongs to the request: the pool moves it to its worker.
  */
 export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promise<ServingInput> {
   const contentType = ctx.get('content-type') || undefined;
@@ -33,15 +32,9 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
         ...(part!.contentType ? { contentType: part!.contentType } : {}),
       };
     }
-    const tensors = parts.flatMap((part) =>
-      decodeTensors(part.data, {
-        maxBytes: limits.maxBytes,
-        ...(part.contentType ? { contentType: part.contentType } : {}),
-      }).tensors.map((t, i, all) =>
-        all.length === 1 && t.name === undefined ? t.withName(part.name) : t,
-      ),
-    );
-    return { tensors: new NDList(tensors), headers, owned: true };
+    // Decoded where the model runs, like every other body.
+    const tensorParts = parts.map(({ name, data, contentType }) => ({ name, data, contentType }));
+    return { parts: tensorParts, headers, owned: true, maxDecodedBytes: limits.maxBytes };
   }
   const body = await readBody(ctx.req, limits);
   if (body.byteLength === 0)
@@ -57,6 +50,12 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
 
 /** Writes a translator output: JSON as JSON; tensors in the format `Accept` asks for. */
 export function writeServingOutput(ctx: Context, output: ServingOutput): void {
+  if (output.type === 'bytes') {
+    for (const [name, value] of Object.entries(output.headers ?? {})) ctx.set(name, value);
+    ctx.type = output.contentType;
+    ctx.body = Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength);
+    return;
+  }
   if (output.type === 'json') {
     ctx.type = 'application/json';
     // Koa would send a string (or null) as it is; JSON needs it quoted (or spelled null).

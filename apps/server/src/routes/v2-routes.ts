@@ -1,10 +1,9 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { KilnError, KilnErrorCode, V2_BINARY_HEADER } from '@kiln/core';
 import type { ModelEntry } from '../models/model-entry.js';
 import { readBody } from '../http/read-body.js';
 import { answerUnlessGone } from '../http/serving-request.js';
-import { BINARY_HEADER, buildV2Reply, parseV2Request } from './v2-infer.js';
 import { V2_EXTENSIONS, modelMetadata, modelReady, serverReady } from './v2-metadata.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
@@ -48,7 +47,7 @@ export function v2Routes(server: ServerContext): Router {
     if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
     const entry: ModelEntry = server.models.get(ctx.params.model!, ctx.params.version);
     ctx.state.model = entry.name;
-    const headerLength = ctx.get(BINARY_HEADER) || undefined;
+    const headerLength = ctx.get(V2_BINARY_HEADER) || undefined;
     // Binary tensor data starts right after the JSON header: aligned there, it is not copied.
     const alignAt = Number(headerLength);
     const body = await readBody(
@@ -56,28 +55,26 @@ export function v2Routes(server: ServerContext): Router {
       bodyLimits(server),
       Number.isSafeInteger(alignAt) && alignAt >= 0 ? { alignAt } : {},
     );
-    const request = parseV2Request(body, headerLength);
+    // Parsed, run and answered where the model runs: the body crosses to the worker once.
     const output = await answerUnlessGone(
       ctx,
       server.models.submit(entry.name, ctx.params.version, {
-        tensors: request.inputs,
+        body,
+        v2: { headerLength, model: entry.name, version: entry.version },
         rawTensors: true,
-        // Decoded over the request's own body (or into fresh arrays): moved, not copied.
         owned: true,
+        maxDecodedBytes: bodyLimits(server).maxBytes,
       }),
     );
-    if (output.type !== 'tensors') {
-      throw new KilnError(
-        KilnErrorCode.InvalidInput,
-        `model ${entry.name} answers JSON, not tensors; use /predictions/${entry.name}`,
-      );
+    if (output.type === 'bytes') {
+      for (const [name, value] of Object.entries(output.headers ?? {})) ctx.set(name, value);
+      ctx.type = output.contentType;
+      ctx.body = Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength);
+    } else if (output.type === 'json') {
+      ctx.body = output.value;
+    } else {
+      throw new KilnError(KilnErrorCode.Internal, `model ${entry.name} gave no v2 reply`);
     }
-    const reply = buildV2Reply(request, output.tensors, entry);
-    if (reply.headerLength !== undefined) {
-      ctx.set('Inference-Header-Content-Length', String(reply.headerLength));
-      ctx.type = 'application/octet-stream';
-    }
-    ctx.body = reply.body;
   };
 
   router.get('/models/:model', metadata);

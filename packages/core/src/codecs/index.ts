@@ -7,4 +7,5 @@ export * from './npz.js';
 export * from './safetensors.js';
 export * from './tensor-codec.js';
 export * from './v2-binary.js';
+export * from './v2-infer.js';
 export * from './v2-json.js';

@@ -1,16 +1,12 @@
-import {
-  type AnyTensor,
-  KilnError,
-  KilnErrorCode,
-  NDList,
-  decodeBinaryTensor,
-  decodeV2Tensor,
-  dtypeNames,
-  encodeBinaryTensor,
-  encodeV2Tensor,
-} from '@kiln/core';
+import { KilnError, KilnErrorCode } from '../errors.js';
+import { dtypeNames } from '../tensor/dtype.js';
+import { NDList } from '../tensor/ndlist.js';
+import type { AnyTensor } from '../tensor/tensor.js';
+import { decodeBinaryTensor, encodeBinaryTensor } from './v2-binary.js';
+import { decodeV2Tensor, encodeV2Tensor } from './v2-json.js';
 
-export const BINARY_HEADER = 'inference-header-content-length';
+/** The binary-data extension's header: the byte length of the JSON part of a body. */
+export const V2_BINARY_HEADER = 'inference-header-content-length';
 
 interface V2RequestOutput {
   name: string;
@@ -30,7 +26,7 @@ export interface V2InferRequest {
  * Parses a v2 infer body: JSON, or with the binary-data extension (the JSON header's length
  * in `Inference-Header-Content-Length`, then each binary input's bytes in order).
  */
-export function parseV2Request(body: Buffer, headerLength: string | undefined): V2InferRequest {
+export function parseV2Request(body: Uint8Array, headerLength: string | undefined): V2InferRequest {
   let jsonEnd = body.byteLength;
   if (headerLength !== undefined) {
     jsonEnd = Number(headerLength);
@@ -43,7 +39,7 @@ export function parseV2Request(body: Buffer, headerLength: string | undefined): 
   }
   let request: unknown;
   try {
-    request = JSON.parse(body.subarray(0, jsonEnd).toString('utf8'));
+    request = JSON.parse(new TextDecoder().decode(body.subarray(0, jsonEnd)));
   } catch {
     throw new KilnError(KilnErrorCode.InvalidInput, 'request JSON is malformed');
   }
@@ -124,7 +120,7 @@ export function parseV2Request(body: Buffer, headerLength: string | undefined): 
 }
 
 export interface V2Reply {
-  readonly body: Buffer | Record<string, unknown>;
+  readonly body: Uint8Array | Record<string, unknown>;
   /** Set when the reply carries binary data: the JSON header's byte length. */
   readonly headerLength: number | undefined;
 }
@@ -167,6 +163,14 @@ export function buildV2Reply(
     outputs: json,
   };
   if (chunks.length === 0) return { body: header, headerLength: undefined };
-  const headerBytes = Buffer.from(JSON.stringify(header));
-  return { body: Buffer.concat([headerBytes, ...chunks]), headerLength: headerBytes.byteLength };
+  const headerBytes = new TextEncoder().encode(JSON.stringify(header));
+  const body = new Uint8Array(
+    chunks.reduce((sum, c) => sum + c.byteLength, headerBytes.byteLength),
+  );
+  let offset = 0;
+  for (const part of [headerBytes, ...chunks]) {
+    body.set(part, offset);
+    offset += part.byteLength;
+  }
+  return { body, headerLength: headerBytes.byteLength };
 }

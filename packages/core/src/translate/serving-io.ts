@@ -1,5 +1,21 @@
 import type { NDList } from '../tensor/ndlist.js';
 
+/** One part of a multipart request: its form field name, bytes and content type. */
+export interface ServingPart {
+  readonly name: string;
+  readonly data: Uint8Array;
+  readonly contentType: string | undefined;
+}
+
+/** The body is an Open Inference Protocol (v2) infer request, answered as a v2 reply. */
+export interface V2InferBody {
+  /** Inference-Header-Content-Length: the JSON part's bytes when binary data follows. */
+  readonly headerLength: string | undefined;
+  /** Named in the reply. */
+  readonly model: string;
+  readonly version: string;
+}
+
 /**
  * What a server hands a translator: the request body and its metadata, or tensors when the
  * protocol already carried tensors (the v2 protocol).
@@ -9,6 +25,10 @@ export interface ServingInput {
   readonly contentType?: string;
   readonly headers?: Readonly<Record<string, string>>;
   readonly tensors?: NDList;
+  /** Several tensor parts of a multipart request, decoded and joined where the model runs. */
+  readonly parts?: readonly ServingPart[];
+  /** Set when `body` is a v2 infer request: decoded, and answered, where the model runs. */
+  readonly v2?: V2InferBody;
   /**
    * Tensors in, tensors out, past the model's own translator (the v2 protocol): `tensors`
    * are checked against the model's inputs and its outputs come back as they are.
@@ -27,7 +47,16 @@ export interface ServingInput {
   readonly owned?: boolean;
 }
 
-/** What a translator gives back to a server: tensors (encoded per `Accept`) or a JSON value. */
+/**
+ * What a translator gives back to a server: tensors (encoded per `Accept`), a JSON value, or
+ * bytes already encoded for the protocol (a v2 reply with binary data).
+ */
 export type ServingOutput =
   | { readonly type: 'tensors'; readonly tensors: NDList }
-  | { readonly type: 'json'; readonly value: unknown };
+  | { readonly type: 'json'; readonly value: unknown }
+  | {
+      readonly type: 'bytes';
+      readonly body: Uint8Array;
+      readonly contentType: string;
+      readonly headers?: Readonly<Record<string, string>>;
+    };

@@ -62,8 +62,78 @@ describe('withRawTensorPath', () => {
     expect(translator.batchifier).toBeNull();
   });
 
-  it('leaves a raw tensor translator as it is', () => {
+  it('keeps the batchifier of a raw tensor translator', () => {
     const raw = new RawTensorTranslator();
-    expect(withRawTensorPath(raw)).toBe(raw);
+    expect(withRawTensorPath(raw).batchifier).toBe(raw.batchifier);
+  });
+
+  it('decodes a v2 infer body where it runs, and answers it as a v2 reply', async () => {
+    const json = new TextEncoder().encode(
+      JSON.stringify({
+        id: 'r1',
+        inputs: [{ name: 'x', shape: [1, 2], datatype: 'FP32', data: [5, 6] }],
+      }),
+    );
+    const input: ServingInput = {
+      body: json,
+      v2: { headerLength: undefined, model: 'm', version: '2' },
+      rawTensors: true,
+    };
+    const list = await translator.processInput(ctx, input);
+    expect(Array.from(list.get('x').data as Float32Array)).toEqual([5, 6]);
+    expect(await translator.processOutput(ctx, list, input)).toEqual({
+      type: 'json',
+      value: {
+        model_name: 'm',
+        model_version: '2',
+        id: 'r1',
+        outputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: [5, 6] }],
+      },
+    });
+
+    const header = new TextEncoder().encode(
+      JSON.stringify({
+        inputs: [
+          { name: 'x', shape: [1, 2], datatype: 'FP32', parameters: { binary_data_size: 8 } },
+        ],
+        parameters: { binary_data_output: true },
+      }),
+    );
+    const binary = new Uint8Array(header.byteLength + 8);
+    binary.set(header);
+    binary.set(new Uint8Array(Float32Array.of(7, 8).buffer), header.byteLength);
+    const v2Binary: ServingInput = {
+      body: binary,
+      v2: { headerLength: String(header.byteLength), model: 'm', version: '' },
+      rawTensors: true,
+    };
+    const reply = await translator.processOutput(
+      ctx,
+      await translator.processInput(ctx, v2Binary),
+      v2Binary,
+    );
+    expect(reply).toMatchObject({
+      type: 'bytes',
+      contentType: 'application/octet-stream',
+      headers: { 'inference-header-content-length': expect.any(String) },
+    });
+
+    await expect(async () =>
+      translator.processInput(ctx, { ...input, body: new TextEncoder().encode('{') }),
+    ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'request JSON is malformed' });
+  });
+
+  it('joins the tensor parts of a multipart request, named by their fields', async () => {
+    const { encodeNpy } = await import('../codecs/npy.js');
+    const part = (name: string, values: number[]) => ({
+      name,
+      contentType: 'application/x-npy',
+      data: encodeNpy(new Tensor('float32', Float32Array.from(values), [1, 2])),
+    });
+    const list = await withRawTensorPath(new RawTensorTranslator()).processInput(
+      { ...ctx, model: { ...model, inputs: [] } as unknown as Model },
+      { parts: [part('a', [1, 2]), part('b', [3, 4])], rawTensors: true },
+    );
+    expect(list.names).toEqual(['a', 'b']);
   });
 });

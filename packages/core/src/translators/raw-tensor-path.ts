@@ -1,28 +1,82 @@
+import { decodeTensors } from '../codecs/tensor-codec.js';
+import {
+  V2_BINARY_HEADER,
+  type V2InferRequest,
+  buildV2Reply,
+  parseV2Request,
+} from '../codecs/v2-infer.js';
+import { NDList } from '../tensor/ndlist.js';
+import type { ServingInput, ServingOutput, ServingPart } from '../translate/serving-io.js';
 import type { Translator, TranslatorContext } from '../translate/translator.js';
-import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
-import type { NDList } from '../tensor/ndlist.js';
 import { RawTensorTranslator } from './raw-tensors.js';
 
 /**
- * Gives a model's translator a tensors-in, tensors-out path for inputs marked `rawTensors`
- * (v2 protocol requests), so one worker serves both its own translator's requests and raw
- * tensor requests, in the same batches when their tensors fit together.
+ * The translator a serving worker runs: the model's own, plus what every route needs decoded
+ * where the model runs, so that a request's bytes cross to the worker once and are decoded
+ * there — the tensor parts of a multipart request, raw tensor requests (tensors in, tensors
+ * out past the model's translator; the v2 protocol), and v2 infer bodies, which are parsed
+ * and answered here. Raw and translated requests share batches when their tensors fit.
  */
 export function withRawTensorPath(
   translator: Translator<ServingInput, ServingOutput>,
 ): Translator<ServingInput, ServingOutput> {
-  if (translator instanceof RawTensorTranslator) return translator;
-  const raw = new RawTensorTranslator();
+  const raw = translator instanceof RawTensorTranslator ? translator : new RawTensorTranslator();
+  const v2Requests = new WeakMap<ServingInput, V2InferRequest>();
   return {
     batchifier: translator.batchifier,
     ...(translator.prepare
       ? { prepare: (ctx: TranslatorContext) => translator.prepare!(ctx) }
       : {}),
-    processInput: (ctx: TranslatorContext, input: ServingInput) =>
-      input.rawTensors ? raw.processInput(ctx, input) : translator.processInput(ctx, input),
-    processOutput: (ctx: TranslatorContext, output: NDList, input: ServingInput) =>
-      input.rawTensors
+    processInput: (ctx: TranslatorContext, input: ServingInput) => {
+      if (input.v2) {
+        const request = parseV2Request(input.body ?? new Uint8Array(0), input.v2.headerLength);
+        v2Requests.set(input, request);
+        return raw.processInput(ctx, { tensors: request.inputs });
+      }
+      const decoded = input.parts
+        ? { ...input, tensors: tensorsOfParts(input.parts, input.maxDecodedBytes) }
+        : input;
+      return decoded.rawTensors
+        ? raw.processInput(ctx, decoded)
+        : translator.processInput(ctx, decoded);
+    },
+    processOutput: async (ctx: TranslatorContext, output: NDList, input: ServingInput) => {
+      const request = v2Requests.get(input);
+      if (request && input.v2) {
+        const { tensors } = raw.processOutput(ctx, output) as { tensors: NDList };
+        const reply = buildV2Reply(request, tensors, {
+          name: input.v2.model,
+          version: input.v2.version,
+        });
+        return reply.headerLength === undefined
+          ? { type: 'json', value: reply.body }
+          : {
+              type: 'bytes',
+              body: reply.body as Uint8Array,
+              contentType: 'application/octet-stream',
+              headers: { [V2_BINARY_HEADER]: String(reply.headerLength) },
+            };
+      }
+      return input.rawTensors
         ? raw.processOutput(ctx, output)
-        : translator.processOutput(ctx, output, input),
+        : translator.processOutput(ctx, output, input);
+    },
   };
+}
+
+/** Several tensor parts joined into one list; a part holding one unnamed tensor takes its field's name. */
+export function tensorsOfParts(
+  parts: readonly ServingPart[],
+  maxBytes: number | undefined,
+): NDList {
+  return new NDList(
+    parts.flatMap((part) =>
+      decodeTensors(part.data, {
+        ...(maxBytes === undefined ? {} : { maxBytes }),
+        ...(part.contentType ? { contentType: part.contentType } : {}),
+      }).tensors.map((t, _i, all) =>
+        all.length === 1 && t.name === undefined ? t.withName(part.name) : t,
+      ),
+    ),
+  );
 }

@@ -155,7 +155,9 @@ describe('serving messages', () => {
     const x2 = servingInputFromMessage(a!).tensors!.get('x').data as Float32Array;
     expect([x2.byteOffset, x2.buffer.byteLength, Array.from(x2)]).toEqual([16, 64, [2, 2, 2, 2]]);
     expect(servingInputFromMessage(a!).body!.byteOffset).toBe(8);
-    expect(Array.from(servingInputFromMessage(b!).tensors!.get('y').data)).toEqual([3, 3, 3, 3]);
+    expect(Array.from(servingInputFromMessage(b!).tensors!.get('y').data as Float32Array)).toEqual([
+      3, 3, 3, 3,
+    ]);
 
     const copied = new TransferList('copy');
     servingInputToMessage({ body: new Uint8Array(8), owned: true }, copied);

@@ -8,7 +8,12 @@ import {
 } from '../tensor/dtype.js';
 import { NDList } from '../tensor/ndlist.js';
 import { type AnyTensor, Tensor } from '../tensor/tensor.js';
-import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
+import type {
+  ServingInput,
+  ServingOutput,
+  ServingPart,
+  V2InferBody,
+} from '../translate/serving-io.js';
 
 /**
  * Tensors, NDLists and serving inputs/outputs as plain values for `postMessage`. Class
@@ -31,13 +36,21 @@ export interface ServingInputMessage {
   readonly contentType: string | undefined;
   readonly headers: Readonly<Record<string, string>> | undefined;
   readonly tensors: NDListMessage | undefined;
+  readonly parts: readonly ServingPart[] | undefined;
+  readonly v2: V2InferBody | undefined;
   readonly rawTensors: boolean | undefined;
   readonly maxDecodedBytes: number | undefined;
 }
 
 export type ServingOutputMessage =
   | { readonly type: 'tensors'; readonly tensors: NDListMessage }
-  | { readonly type: 'json'; readonly value: unknown };
+  | { readonly type: 'json'; readonly value: unknown }
+  | {
+      readonly type: 'bytes';
+      readonly body: Uint8Array;
+      readonly contentType: string;
+      readonly headers: Readonly<Record<string, string>> | undefined;
+    };
 
 /**
  * How a message treats the memory it carries.
@@ -155,6 +168,11 @@ export function servingInputToMessage(
     headers: input.headers,
     tensors:
       input.tensors === undefined ? undefined : ndListToMessage(input.tensors, transfer, owned),
+    parts: input.parts?.map((part) => ({
+      ...part,
+      data: owned ? transfer.addOwned(part.data) : transfer.add(part.data),
+    })),
+    v2: input.v2,
     rawTensors: input.rawTensors,
     maxDecodedBytes: input.maxDecodedBytes,
   };
@@ -166,6 +184,8 @@ export function servingInputFromMessage(message: ServingInputMessage): ServingIn
   if (message.contentType !== undefined) input.contentType = message.contentType;
   if (message.headers !== undefined) input.headers = message.headers;
   if (message.tensors !== undefined) input.tensors = ndListFromMessage(message.tensors);
+  if (message.parts !== undefined) input.parts = message.parts;
+  if (message.v2 !== undefined) input.v2 = message.v2;
   if (message.rawTensors !== undefined) input.rawTensors = message.rawTensors;
   if (message.maxDecodedBytes !== undefined) input.maxDecodedBytes = message.maxDecodedBytes;
   return input;
@@ -175,13 +195,33 @@ export function servingOutputToMessage(
   output: ServingOutput,
   transfer: TransferList,
 ): ServingOutputMessage {
-  return output.type === 'tensors'
-    ? { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer) }
-    : { type: 'json', value: output.value };
+  switch (output.type) {
+    case 'tensors':
+      return { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer) };
+    case 'bytes':
+      return {
+        type: 'bytes',
+        body: transfer.add(output.body),
+        contentType: output.contentType,
+        headers: output.headers,
+      };
+    default:
+      return { type: 'json', value: output.value };
+  }
 }
 
 export function servingOutputFromMessage(message: ServingOutputMessage): ServingOutput {
-  return message.type === 'tensors'
-    ? { type: 'tensors', tensors: ndListFromMessage(message.tensors) }
-    : { type: 'json', value: message.value };
+  switch (message.type) {
+    case 'tensors':
+      return { type: 'tensors', tensors: ndListFromMessage(message.tensors) };
+    case 'bytes':
+      return {
+        type: 'bytes',
+        body: message.body,
+        contentType: message.contentType,
+        ...(message.headers === undefined ? {} : { headers: message.headers }),
+      };
+    default:
+      return { type: 'json', value: message.value };
+  }
 }
