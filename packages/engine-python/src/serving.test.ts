@@ -114,6 +114,31 @@ describe.skipIf(!run)('Python mode serving', () => {
     }
   });
 
+  it('gives each multipart part to the handler as a content named by its field', async () => {
+    const source = `
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    return Output().add_as_json({name: len(inputs.get_as_bytes(name)) for name, _ in inputs.content})
+`;
+    const model = await load(modelDir({ 'model.py': source }));
+    const p = await predictor(model);
+    try {
+      const parts = [
+        { name: 'image', data: new Uint8Array(5), contentType: 'image/png' },
+        { name: 'meta', data: new TextEncoder().encode('{"a":1}'), contentType: undefined },
+      ];
+      expect(await p.predict({ parts } as ServingInput)).toEqual({
+        type: 'json',
+        value: { image: 5, meta: 7 },
+      });
+    } finally {
+      await p.close();
+      await model.dispose();
+    }
+  });
+
   it('batches requests into one call whose get_batches() yields them, each answered alone', async () => {
     const model = await load(modelDir({ 'model.py': ECHO }));
     const p = await predictor(model);

@@ -75,6 +75,15 @@ export class PythonServingTranslator implements Translator<ServingInput, Serving
       const body = new Tensor('uint8', input.body, [input.body.byteLength], 'data');
       return NDList.of(body, metaTensor({ properties, bytes: ['data'] }));
     }
+    // Several multipart parts (when the server hands them on undecoded): one content each,
+    // named by its form field, as DJL's Input has them.
+    const parts = (input as { parts?: readonly { name: string; data: Uint8Array }[] }).parts;
+    if (parts && parts.length > 0) {
+      const tensors = parts.map(
+        (part) => new Tensor('uint8', part.data, [part.data.length], part.name),
+      );
+      return new NDList([...tensors, metaTensor({ properties, bytes: parts.map((p) => p.name) })]);
+    }
     if (input.tensors) {
       return new NDList([...input.tensors.tensors, metaTensor({ properties, bytes: [] })]);
     }
