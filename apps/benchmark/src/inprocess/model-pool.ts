@@ -6,7 +6,6 @@ import {
   type ServingOutput,
   type TensorDescriptor,
   inspectModelSource,
-  loadModel,
 } from '@kiln/core';
 import { type EngineCatalog, loadEngineCatalog } from '@kiln/server';
 import { type WorkerPool, type WorkerPoolSettingsInput, createWorkerPool } from '@kiln/worker-pool';
@@ -96,19 +95,22 @@ export async function openModelPool(options: ModelPoolOptions): Promise<ModelPoo
   };
 }
 
-/** A model's declared inputs, read by loading it once in this thread. */
+/**
+ * A model's declared inputs, as a one-worker pool's engine reports them: engines load where
+ * the pool runs them, never on this thread (tfjs-node loads in one thread per process).
+ */
 export async function modelSignature(
   url: string,
   options: Pick<ModelPoolOptions, 'engine' | 'overrides'>,
 ): Promise<readonly TensorDescriptor[]> {
   const engines = await engineCatalog();
-  const model = await loadModel(url, {
-    registry: engines.registry,
-    overrides: modelOverrides(options),
+  const pool = await createWorkerPool({
+    model: { url, engines: engines.modules, overrides: modelOverrides(options) },
+    settings: { minWorkers: 1, maxWorkers: 1 },
   });
   try {
-    return model.inputs;
+    return pool.signature()?.inputs ?? [];
   } finally {
-    await model.dispose();
+    await pool.shutdown({ drain: false });
   }
 }

@@ -1,3 +1,4 @@
+import { carriedTensors } from './serving-parts.js';
 import { describeTensorDescriptor } from './validate-inputs.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import type { Model } from '../model/model.js';
@@ -82,7 +83,8 @@ function assertInputFits(model: Model, options: ImageClassificationOptions): voi
 function imageOf(input: ServingInput, limits: ImageDecodeLimits): DecodedImage {
   if (input.body && input.body.length > 0)
     return decodeImage(input.body, boundedBy(limits, input.maxDecodedBytes));
-  if (input.tensors) return pixelsOf(input.tensors);
+  const tensors = carriedTensors(input);
+  if (tensors) return pixelsOf(tensors);
   throw new KilnError(KilnErrorCode.InvalidInput, 'expected a JPEG or PNG image');
 }
 

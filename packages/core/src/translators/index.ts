@@ -9,3 +9,4 @@ export * from './translator-plugin.js';
 export * from './translator-factories.js';
 export { TranslatorArguments } from './translator-arguments.js';
 export * from './raw-tensor-path.js';
+export * from './serving-parts.js';

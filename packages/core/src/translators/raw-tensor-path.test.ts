@@ -123,7 +123,7 @@ describe('withRawTensorPath', () => {
     ).rejects.toMatchObject({ code: 'INVALID_INPUT', message: 'request JSON is malformed' });
   });
 
-  it('joins the tensor parts of a multipart request, named by their fields', async () => {
+  it('joins the tensor parts of a multipart request where it runs, named by their fields', async () => {
     const { encodeNpy } = await import('../codecs/npy.js');
     const part = (name: string, values: number[]) => ({
       name,

@@ -1,21 +1,19 @@
-import { decodeTensors } from '../codecs/tensor-codec.js';
 import {
   V2_BINARY_HEADER,
   type V2InferRequest,
   buildV2Reply,
   parseV2Request,
 } from '../codecs/v2-infer.js';
-import { NDList } from '../tensor/ndlist.js';
-import type { ServingInput, ServingOutput, ServingPart } from '../translate/serving-io.js';
+import type { NDList } from '../tensor/ndlist.js';
+import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
 import type { Translator, TranslatorContext } from '../translate/translator.js';
 import { RawTensorTranslator } from './raw-tensors.js';
 
 /**
- * The translator a serving worker runs: the model's own, plus what every route needs decoded
- * where the model runs, so that a request's bytes cross to the worker once and are decoded
- * there — the tensor parts of a multipart request, raw tensor requests (tensors in, tensors
- * out past the model's translator; the v2 protocol), and v2 infer bodies, which are parsed
- * and answered here. Raw and translated requests share batches when their tensors fit.
+ * The translator a serving worker runs: the model's own, plus raw tensor requests (tensors in,
+ * tensors out past the model's translator) and v2 infer bodies, parsed and answered here. Every
+ * route's bytes cross to the worker once and are decoded there, by these translators (multipart
+ * parts too: see `carriedTensors`). Raw and translated requests share batches when they fit.
  */
 export function withRawTensorPath(
   translator: Translator<ServingInput, ServingOutput>,
@@ -33,12 +31,7 @@ export function withRawTensorPath(
         v2Requests.set(input, request);
         return raw.processInput(ctx, { tensors: request.inputs });
       }
-      const decoded = input.parts
-        ? { ...input, tensors: tensorsOfParts(input.parts, input.maxDecodedBytes) }
-        : input;
-      return decoded.rawTensors
-        ? raw.processInput(ctx, decoded)
-        : translator.processInput(ctx, decoded);
+      return input.rawTensors ? raw.processInput(ctx, input) : translator.processInput(ctx, input);
     },
     processOutput: async (ctx: TranslatorContext, output: NDList, input: ServingInput) => {
       const request = v2Requests.get(input);
@@ -62,21 +55,4 @@ export function withRawTensorPath(
         : translator.processOutput(ctx, output, input);
     },
   };
-}
-
-/** Several tensor parts joined into one list; a part holding one unnamed tensor takes its field's name. */
-export function tensorsOfParts(
-  parts: readonly ServingPart[],
-  maxBytes: number | undefined,
-): NDList {
-  return new NDList(
-    parts.flatMap((part) =>
-      decodeTensors(part.data, {
-        ...(maxBytes === undefined ? {} : { maxBytes }),
-        ...(part.contentType ? { contentType: part.contentType } : {}),
-      }).tensors.map((t, _i, all) =>
-        all.length === 1 && t.name === undefined ? t.withName(part.name) : t,
-      ),
-    ),
-  );
 }

@@ -5,6 +5,7 @@ import type { NDList } from '../tensor/ndlist.js';
 import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
 import { StackBatchifier } from '../translate/stack-batchifier.js';
 import type { Translator, TranslatorContext } from '../translate/translator.js';
+import { carriedTensors } from './serving-parts.js';
 import { validateInputs } from './validate-inputs.js';
 
 export interface RawTensorTranslatorOptions {
@@ -31,14 +32,15 @@ export class RawTensorTranslator implements Translator<ServingInput, ServingOutp
   }
 
   private tensorsOf(input: ServingInput): NDList {
-    if (input.tensors) return input.tensors;
+    const maxBytes = smallestLimit(this.options.maxBytes, input.maxDecodedBytes);
+    const carried = carriedTensors(input, maxBytes);
+    if (carried) return carried;
     if (!input.body || input.body.length === 0) {
       throw new KilnError(
         KilnErrorCode.InvalidInput,
         'the request carries no tensors (empty body)',
       );
     }
-    const maxBytes = smallestLimit(this.options.maxBytes, input.maxDecodedBytes);
     return decodeTensors(input.body, {
       ...(input.contentType === undefined ? {} : { contentType: input.contentType }),
       ...(maxBytes === undefined ? {} : { maxBytes }),
