@@ -5,8 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KilnError, NDList, Tensor } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { DlrEngine } from './dlr-engine.js';
-import { probeDlr } from './dlr-probe.js';
-import { ModelFolders, affineGraph, useConformanceLibrary } from './test-support.js';
+import { probeDlr } from './probe.js';
+import { ModelFolders, affineGraph, useConformanceLibrary } from './test-support/models.js';
 
 // Every DLR call the engine makes fails once here (the conformance library's injected
 // faults): each becomes a KilnError with a stable code, DLR's function and DLR's message,

@@ -6,14 +6,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineRegistry, KilnError, NDList, Tensor, loadModel } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { DlrEngine } from './dlr-engine.js';
-import { probeDlr } from './dlr-probe.js';
-import { createDlrEngine } from './dlr-provider.js';
+import { probeDlr } from './probe.js';
+import { createDlrEngine } from './provider.js';
 import {
   ModelFolders,
   affineGraph,
   expectedAffine,
   useConformanceLibrary,
-} from './test-support.js';
+} from './test-support/models.js';
 
 // The engine over the conformance libdlr: one DLR model per execution context, runs off the
 // event loop and in parallel across contexts, threads and device options, model folders.

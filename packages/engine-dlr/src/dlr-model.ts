@@ -13,7 +13,7 @@ import type { DlrLibraryHandle, DlrModelHandle, DlrTensorInfo } from '@kiln/dlr-
 import { dtypeOfTvmType } from './dlr-dtypes.js';
 import { toKilnError } from './dlr-errors.js';
 import { DlrExecutionContext } from './dlr-execution-context.js';
-import { type DlrModelOptions, deviceTypeName, parseDlrOptions } from './dlr-options.js';
+import { type DlrModelOptions, deviceTypeName, parseDlrOptions } from './options.js';
 import { type DlrFolderFiles, inspectDlrFolder } from './model-folder.js';
 
 export interface DlrModelSettings {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { EngineRegistry, KilnError } from '@kiln/core';
-import { createDlrEngine, provider } from './dlr-provider.js';
+import { createDlrEngine, provider } from './provider.js';
 
 // Needs no DLR: a missing libdlr must make the engine unavailable, naming every place looked at.
 

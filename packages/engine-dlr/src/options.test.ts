@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { CPU, KilnError } from '@kiln/core';
-import { deviceTypeName, parseDlrOptions } from './dlr-options.js';
+import { deviceTypeName, parseDlrOptions } from './options.js';
 
 describe('parseDlrOptions', () => {
   it('follows the device Kiln loads on unless option.deviceType says otherwise', () => {

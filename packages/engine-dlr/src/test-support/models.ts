@@ -4,7 +4,7 @@ import { CPU, type Model, type ModelLoadRequest, NDList, readServingProperties }
 import { LIBRARY_ENV } from '@kiln/dlr-native';
 import { buildConformanceLibrary } from '@kiln/dlr-native/conformance-library';
 import { type DlrGraph, type DlrParam, writeDlrModelFolder } from '@kiln/testing';
-import type { DlrEngine } from './dlr-engine.js';
+import type { DlrEngine } from '../dlr-engine.js';
 
 /**
  * Builds the conformance libdlr (once per source version) and points KILN_DLR_LIBRARY at it,
