@@ -1,8 +1,8 @@
 import { DTYPES } from '@kiln/core';
 import { onnxConformanceFixtures } from '@kiln/testing';
 import { describeEngineConformance } from '@kiln/testing/conformance';
-import { provider } from './ort-provider.js';
-import { probeOrt } from './ort-probe.js';
+import { provider } from './provider.js';
+import { probeOrt } from './probe.js';
 
 await describeEngineConformance({
   engineName: 'OnnxRuntime',

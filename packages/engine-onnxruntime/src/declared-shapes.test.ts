@@ -6,7 +6,7 @@ import { GraphBuilder, MODEL_FILE, tinyModel, writeModelFolder } from '@kiln/mod
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { namesWithoutShape } from './declared-shapes.js';
-import { probeOrt } from './ort-probe.js';
+import { probeOrt } from './probe.js';
 import { loadOrtModel } from './test-support/load.js';
 
 const { run } = await checkEngine('OnnxRuntime', probeOrt);

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { OrtModule } from './ort-loader.js';
 import { ortBinaryDir } from './ort-loader.js';
-import type { OrtDevice } from './session-config.js';
+import type { OrtDevice } from './options.js';
 
 function providerLibrary(name: 'cuda' | 'tensorrt'): string {
   return process.platform === 'win32'

@@ -1,8 +1,4 @@
-export {
-  createOnnxRuntimeEngine,
-  provider,
-  type OnnxRuntimeEngineOptions,
-} from './ort-provider.js';
+export { createOnnxRuntimeEngine, provider, type OnnxRuntimeEngineOptions } from './provider.js';
 export { OrtEngine, ENGINE_NAME } from './ort-engine.js';
 export { OrtModel, type OrtModelSettings } from './ort-model.js';
 export { OrtExecutionContext } from './ort-execution-context.js';
@@ -16,7 +12,7 @@ export {
   type OptLevel,
   type ExecutionMode,
   type OrtDevice,
-} from './session-config.js';
+} from './options.js';
 export {
   parseProfileTrace,
   bottlenecks,
@@ -28,5 +24,6 @@ export { profileModel, type ProfileModelOptions } from './profiling/profile-mode
 export { formatProfile } from './profiling/format-profile.js';
 export { syntheticInputs, type SyntheticInputOptions } from './profiling/synthetic-inputs.js';
 export { loadOrt } from './ort-loader.js';
-export { provider as default } from './ort-provider.js';
+export { probeOrt } from './probe.js';
+export { provider as default } from './provider.js';
 export * from './decoder/index.js';

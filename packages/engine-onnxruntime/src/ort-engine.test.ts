@@ -6,8 +6,8 @@ import { EngineRegistry, KilnError, NDList, Tensor } from '@kiln/core';
 import { decodeOnnxModel, mlpModel, resnetModel, tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeOrt } from './ort-probe.js';
-import { createOnnxRuntimeEngine, provider } from './ort-provider.js';
+import { probeOrt } from './probe.js';
+import { createOnnxRuntimeEngine, provider } from './provider.js';
 import { loadOrtModel } from './test-support/load.js';
 
 const { run } = await checkEngine('OnnxRuntime', probeOrt);

@@ -2,7 +2,7 @@ import { CPU, type Device, type Engine, type ModelLoadRequest } from '@kiln/core
 import { providerProblem } from './execution-providers.js';
 import type { OrtModule } from './ort-loader.js';
 import { OrtModel, type OrtModelSettings } from './ort-model.js';
-import { DEFAULT_SESSION_CONFIG } from './session-config.js';
+import { DEFAULT_SESSION_CONFIG } from './options.js';
 
 export const ENGINE_NAME = 'OnnxRuntime';
 

@@ -10,7 +10,7 @@ import {
 } from '@kiln/core';
 import { OrtExecutionContext } from './ort-execution-context.js';
 import { findModelFile } from './model-file.js';
-import { type OrtSessionConfig, parseSessionConfig } from './session-config.js';
+import { type OrtSessionConfig, parseSessionConfig } from './options.js';
 import { SessionRunner } from './session-runner.js';
 
 export interface OrtModelSettings {

@@ -10,7 +10,7 @@ import { providerProblem } from './execution-providers.js';
 import { type OrtModule, loadOrt } from './ort-loader.js';
 import { fromOrtTensor, toDescriptor, toOrtTensor } from './ort-tensors.js';
 import { type OrtProfile, readProfileTrace } from './profiling/ort-profile.js';
-import { type OrtSessionConfig, toSessionOptions } from './session-config.js';
+import { type OrtSessionConfig, toSessionOptions } from './options.js';
 
 /** When ONNX Runtime itself ran, measured on the session's thread (no queueing). */
 export interface RunTiming {

@@ -1,5 +1,5 @@
 import type { SerializedKilnError } from '@kiln/core';
-import type { OrtSessionConfig } from '../session-config.js';
+import type { OrtSessionConfig } from '../options.js';
 import type { DecoderSignature } from './decoder-signature.js';
 import type { KvStepEntry } from './kv-batch-runner.js';
 

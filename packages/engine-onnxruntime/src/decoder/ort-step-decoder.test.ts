@@ -5,7 +5,7 @@ import { KilnError, spawnModuleWorker as startThread } from '@kiln/core';
 import { gptDecoderModel, tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeOrt } from '../ort-probe.js';
+import { probeOrt } from '../probe.js';
 import type { DecoderSequence } from './ort-step-decoder.js';
 import { OrtStepDecoder } from './ort-step-decoder.js';
 

@@ -8,7 +8,7 @@ import {
   type StepEntry,
   siblingModule,
 } from '@kiln/core';
-import { type OrtSessionConfig, DEFAULT_SESSION_CONFIG } from '../session-config.js';
+import { type OrtSessionConfig, DEFAULT_SESSION_CONFIG } from '../options.js';
 import type { DecoderSignature } from './decoder-signature.js';
 import type { DecoderReply, DecoderRequest, DecoderWorkerData } from './decoder-protocol.js';
 

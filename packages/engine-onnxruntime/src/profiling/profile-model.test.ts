@@ -5,7 +5,7 @@ import { NDList, Tensor } from '@kiln/core';
 import { mlpModel, transformerEncoderModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeOrt } from '../ort-probe.js';
+import { probeOrt } from '../probe.js';
 import { loadOrtModel } from '../test-support/load.js';
 import { formatProfile } from './format-profile.js';
 import { bottlenecks } from './ort-profile.js';

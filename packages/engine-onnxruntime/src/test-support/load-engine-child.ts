@@ -1,6 +1,6 @@
 // Run as a child process by a test: loads the engine and prints the outcome as JSON.
 import { EngineRegistry } from '@kiln/core';
-import { provider } from '../ort-provider.js';
+import { provider } from '../provider.js';
 
 const registry = new EngineRegistry({});
 registry.register(provider);

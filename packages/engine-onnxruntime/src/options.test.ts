@@ -1,6 +1,6 @@
 import { CPU, type KilnError } from '@kiln/core';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_SESSION_CONFIG, parseSessionConfig, toSessionOptions } from './session-config.js';
+import { DEFAULT_SESSION_CONFIG, parseSessionConfig, toSessionOptions } from './options.js';
 
 const GPU1 = { type: 'gpu', id: 1 } as const;
 
