@@ -1,7 +1,8 @@
 import { isDType } from '@kiln/core';
 import { torchscriptConformanceFixtures } from '@kiln/testing';
 import { describeEngineConformance } from '@kiln/testing/conformance';
-import { libtorch, probeLibTorch } from './native.js';
+import { libtorch } from './native.js';
+import { probeLibTorch } from './probe.js';
 import { provider } from './provider.js';
 import { saveScriptModule } from './script-module.js';
 

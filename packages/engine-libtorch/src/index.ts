@@ -13,5 +13,5 @@ export { ptOps, type TopKOptions, type ResizeOptions } from './pt-ops.js';
 export { compileScriptModule, saveScriptModule, type ScriptModuleSpec } from './script-module.js';
 export { type PtSignature, SIGNATURE_FILE } from './signature.js';
 export { parseWarmup } from './warmup.js';
-export { probeLibTorch } from './native.js';
+export { probeLibTorch } from './probe.js';
 export { provider as default } from './provider.js';

@@ -15,16 +15,6 @@ export function libtorch(): LibTorchBinding {
   }
 }
 
-/** Null when the addon loads here, else why not (a probe for checkEngine in tests). */
-export async function probeLibTorch(): Promise<string | null> {
-  try {
-    libtorch();
-    return null;
-  } catch (error) {
-    return error instanceof Error ? error.message : String(error);
-  }
-}
-
 /** The addon's coded errors as KilnErrors with the same code; anything else as `fallback`. */
 export function toKilnError(
   error: unknown,

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Engine, EngineRegistry, KilnError, NDList, Tensor } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import type { HostTensor, TensorWrap } from '@kiln/libtorch-native';
-import { probeLibTorch } from './native.js';
+import { probeLibTorch } from './probe.js';
 import { provider } from './provider.js';
 import type { PtExecutionContext } from './pt-execution-context.js';
 import type { PtModel } from './pt-model.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyTensor, Tensor } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
-import { probeLibTorch } from './native.js';
+import { probeLibTorch } from './probe.js';
 import { ptOps } from './pt-ops.js';
 
 const availability = await checkEngine('PyTorch', probeLibTorch);
