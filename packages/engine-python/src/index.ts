@@ -1,12 +1,11 @@
 export { createPythonEngine, provider, type PythonEngineOptions } from './provider.js';
 export { PythonEngine } from './python-engine.js';
+export { PythonModel, ENGINE_NAME } from './python-model.js';
 export {
-  PythonModel,
   PythonExecutionContext,
-  ENGINE_NAME,
   CALL_TIMINGS_CHANNEL,
   type PythonCallTimings,
-} from './python-model.js';
+} from './python-execution-context.js';
 export { PythonWorker, PYTHON_PACKAGE_DIR, type PythonWorkerOptions } from './python-worker.js';
 export {
   encodeFrame,
@@ -23,6 +22,7 @@ export {
   defaultPythonExecutable,
   type PythonModelSettings,
 } from './options.js';
+export { probePython } from './probe.js';
 export { provider as default } from './provider.js';
 export {
   PythonServingTranslator,

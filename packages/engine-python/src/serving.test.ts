@@ -16,16 +16,10 @@ import {
 import { checkEngine } from '@kiln/testing';
 import { createPythonEngine } from './provider.js';
 import type { PythonModel } from './python-model.js';
+import { probePython } from './probe.js';
 
 const PYTHON = '/usr/bin/python3';
-const { run } = await checkEngine('Python', () => {
-  try {
-    execFileSync(PYTHON, ['-c', 'import numpy'], { stdio: 'ignore' });
-    return Promise.resolve(null);
-  } catch {
-    return Promise.resolve(`${PYTHON} cannot import numpy (apt-get install python3-numpy)`);
-  }
-});
+const { run } = await checkEngine('Python', () => probePython(PYTHON));
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,18 +13,10 @@ import {
 import { checkEngine } from '@kiln/testing';
 import { createPythonEngine } from './provider.js';
 import type { PythonModel } from './python-model.js';
+import { probePython } from './probe.js';
 
 const PYTHON = '/usr/bin/python3';
-const { run } = await checkEngine('Python', () => Promise.resolve(numpyMissing()));
-
-function numpyMissing(): string | null {
-  try {
-    execFileSync(PYTHON, ['-c', 'import numpy'], { stdio: 'ignore' });
-    return null;
-  } catch {
-    return `${PYTHON} cannot import numpy (apt-get install python3-numpy)`;
-  }
-}
+const { run } = await checkEngine('Python', () => probePython(PYTHON));
 
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));

@@ -1,0 +1,144 @@
+import { channel } from 'node:diagnostics_channel';
+import {
+  NDList,
+  Tensor,
+  bytesOf,
+  viewBytes,
+  type AnyTensor,
+  type ExecutionContext,
+  type NumericDType,
+} from '@kiln/core';
+import type { Content } from './frames.js';
+import type { PythonModelSettings } from './options.js';
+import { PythonWorker } from './python-worker.js';
+import { META_TENSOR, failOnErrorCode, metaTensor, readMeta } from './serving.js';
+
+/** One Python process; a dead one is replaced by a fresh one on the next call. */
+export class PythonExecutionContext implements ExecutionContext {
+  private worker: PythonWorker | undefined;
+
+  constructor(
+    private readonly modelName: string,
+    private readonly modelDir: string,
+    private readonly settings: PythonModelSettings,
+    private readonly onClose: () => void,
+  ) {}
+
+  async start(): Promise<void> {
+    this.worker = await PythonWorker.start({
+      modelName: this.modelName,
+      modelDir: this.modelDir,
+      ...this.settings,
+    });
+  }
+
+  async forward(input: NDList): Promise<NDList> {
+    if (!this.worker?.alive) await this.start();
+    const { properties, contents, hasMeta } = frameOf(input);
+    const started = performance.now();
+    const frame = await this.worker!.call(properties, contents);
+    const roundTripMs = performance.now() - started;
+    const { kiln_handler_us: handlerUs, ...answer } = frame.properties;
+    if (typeof handlerUs === 'number') {
+      publishCallTimings({
+        model: this.modelName,
+        handlerMs: handlerUs / 1000,
+        ipcMs: Math.max(0, roundTripMs - handlerUs / 1000),
+      });
+    }
+    const tensors = frame.contents.map(contentTensor);
+    const batched = properties.batch_size !== undefined;
+    if (!hasMeta && !batched) {
+      failOnErrorCode(stringProperties(answer));
+      return new NDList(tensors);
+    }
+    // The whole call failed (a batch is then retried request by request).
+    failOnErrorCode(stringProperties({ code: answer.code, message: answer.message }));
+    const answerBytes = frame.contents.filter((c) => !c.dtype).map((c) => c.name);
+    return new NDList([
+      ...tensors,
+      metaTensor({ properties: stringProperties(answer), bytes: answerBytes }),
+    ]);
+  }
+
+  async close(): Promise<void> {
+    this.onClose();
+    await this.worker?.close();
+  }
+}
+
+/** Timings of one call, published on the `kiln:python:call` diagnostics channel. */
+export interface PythonCallTimings {
+  readonly model: string;
+  /** handle(inputs) itself, measured in the Python process. */
+  readonly handlerMs: number;
+  /** The rest of the round trip: framing, pipes and decoding on both sides. */
+  readonly ipcMs: number;
+}
+
+export const CALL_TIMINGS_CHANNEL = 'kiln:python:call';
+const callTimings = channel(CALL_TIMINGS_CHANNEL);
+
+function publishCallTimings(timings: PythonCallTimings): void {
+  if (callTimings.hasSubscribers) callTimings.publish(timings);
+}
+
+/** The frame for an NDList: meta tensors become properties (batch_NNN_-prefixed per request). */
+function frameOf(input: NDList): {
+  properties: Record<string, unknown>;
+  contents: Content[];
+  hasMeta: boolean;
+} {
+  const properties: Record<string, unknown> = {};
+  const bytes = new Set<string>();
+  const rest: AnyTensor[] = [];
+  let hasMeta = false;
+  for (const tensor of input) {
+    const name = tensor.name ?? '';
+    if (name === META_TENSOR || name.endsWith(`_${META_TENSOR}`)) {
+      const prefix = name.slice(0, name.length - META_TENSOR.length);
+      const meta = readMeta(tensor);
+      hasMeta = true;
+      for (const [key, value] of Object.entries(meta.properties)) properties[prefix + key] = value;
+      for (const n of meta.bytes) bytes.add(n);
+    } else {
+      rest.push(tensor);
+    }
+  }
+  const contents = rest.map((tensor, i) => {
+    const name = tensor.name ?? `input${i}`;
+    return bytes.has(name) && tensor.dtype === 'uint8'
+      ? { name, bytes: tensor.data as Uint8Array }
+      : tensorContent(tensor, name);
+  });
+  return { properties, contents, hasMeta };
+}
+
+function stringProperties(properties: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(properties)) {
+    if (value !== undefined && value !== null) out[key] = String(value);
+  }
+  return out;
+}
+
+function tensorContent(tensor: AnyTensor, name: string): Content {
+  if (tensor.dtype === 'string') {
+    const text = (tensor.data as string[]).join('');
+    return { name, bytes: new TextEncoder().encode(text) };
+  }
+  return { name, dtype: tensor.dtype, shape: tensor.shape, bytes: bytesOf(tensor.data as never) };
+}
+
+function contentTensor(content: Content): AnyTensor {
+  if (!content.dtype || content.dtype === 'string') {
+    return new Tensor('uint8', content.bytes, [content.bytes.length], content.name);
+  }
+  const dtype = content.dtype as NumericDType;
+  return new Tensor(
+    dtype,
+    viewBytes(dtype, content.bytes) as never,
+    content.shape ?? [],
+    content.name,
+  );
+}
