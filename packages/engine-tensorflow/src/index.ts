@@ -5,7 +5,8 @@ export {
   provider,
   provider as default,
 } from './provider.js';
-export { TENSORFLOW_ENGINE_NAME, type TfExecutionContext } from './engine/model-base.js';
+export { TENSORFLOW_ENGINE_NAME } from './tf-model.js';
+export type { TfExecutionContext } from './tf-execution-context.js';
 export { TF_BACKENDS, TF_BACKEND_ENV, type TfBackendName } from './runtime/backends.js';
 export type { BackendSkip, TfRuntimeFacts } from './runtime/resolve-runtime.js';
 export type { TfMemoryInfo } from './runtime/tfjs-api.js';
@@ -15,6 +16,6 @@ export {
   DEFAULT_SAVED_MODEL_TAGS,
   SAVED_MODEL_SIGNATURE_OPTION,
   SAVED_MODEL_TAGS_OPTION,
-} from './model/saved-model.js';
+} from './options.js';
 export { fileSystemLoadHandler } from './io/file-system-handler.js';
 export { probeTensorFlow } from './probe.js';

@@ -1,7 +1,4 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
-import { TENSORFLOW_ENGINE_NAME } from './engine/model-base.js';
-import { TfEngine } from './engine/tf-engine.js';
-import { TfModels } from './engine/tf-models.js';
 import { SAVED_MODEL_FILES, TFJS_MODEL_FILE } from './io/locate-model.js';
 import { type TfBackendName, backendPreference } from './runtime/backends.js';
 import { resolveRuntime } from './runtime/resolve-runtime.js';
@@ -10,6 +7,8 @@ import {
   describeThreads,
   exportThreadOptions,
 } from './runtime/thread-settings.js';
+import { TfEngine } from './tf-engine.js';
+import { TENSORFLOW_ENGINE_NAME, TfModelLoader } from './tf-model.js';
 
 /** Below OnnxRuntime (10) and PyTorch (9): chosen by rank only when they cannot load. */
 export const TENSORFLOW_ENGINE_RANK = 8;
@@ -56,6 +55,6 @@ async function loadEngine(options: TensorFlowEngineOptions): Promise<TfEngine> {
   const backends = backendPreference(options.backend, env);
   // Native TensorFlow reads its thread settings once, when it loads.
   exportThreadOptions(options, env);
-  const models = new TfModels(await resolveRuntime(backends));
+  const models = new TfModelLoader(await resolveRuntime(backends));
   return new TfEngine(models, describeThreads(models.facts, options));
 }

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { NDList, Tensor, decodeImage } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { createTensorFlowEngine, probeTensorFlow } from './index.js';
-import type { TfExecutionContext } from './engine/model-base.js';
+import type { TfExecutionContext } from './tf-execution-context.js';
 import { loadRequest } from './test-support/requests.js';
 
 // Reference models shared beside the repository (see ../shared/models/README.md), when present.

@@ -3,6 +3,7 @@ import { loadArtifacts } from '../io/file-system-handler.js';
 import { locateModel } from '../io/locate-model.js';
 import type { TfRuntime } from '../runtime/resolve-runtime.js';
 import type { TfModelArtifacts } from '../runtime/tfjs-api.js';
+import { readTfModelOptions } from '../options.js';
 import { loadGraphModel } from './graph-model.js';
 import { loadLayersModel } from './layers-model.js';
 import type { TfLoadedModel } from './loaded-model.js';
@@ -20,13 +21,14 @@ export interface TfModelSpec {
 
 /** Loads a TF.js graph or layers model, or a SavedModel, into this thread's runtime. */
 export async function loadTfModel(runtime: TfRuntime, spec: TfModelSpec): Promise<TfLoadedModel> {
+  const options = readTfModelOptions(spec.options);
   const located = await locateModel(spec.modelDir, spec.modelFile, {
     name: spec.name,
-    modelName: spec.options.modelName,
+    modelName: options.modelName,
   });
   try {
     if (located.kind === 'saved-model') {
-      return await loadSavedModel(runtime.node, located.dir, spec.options, runtime.facts.backend);
+      return await loadSavedModel(runtime.node, located.dir, options, runtime.facts.backend);
     }
     const artifacts = await loadArtifacts(runtime.tf, located.file);
     return tfjsFormat(artifacts) === 'graph-model'

@@ -6,15 +6,12 @@ import type {
   TfTensor,
   TfjsNodeApi,
 } from '../runtime/tfjs-api.js';
+import {
+  SAVED_MODEL_SIGNATURE_OPTION,
+  SAVED_MODEL_TAGS_OPTION,
+  type TfModelOptions,
+} from '../options.js';
 import { type TfLoadedModel, type TfTensorSpec, namedFeeds, tensorSpec } from './loaded-model.js';
-
-/** serving.properties `option.tags`: the MetaGraph to load, comma-separated (default `serve`). */
-export const SAVED_MODEL_TAGS_OPTION = 'tags';
-/** serving.properties `option.signature`: the SignatureDef to run (default `serving_default`). */
-export const SAVED_MODEL_SIGNATURE_OPTION = 'signature';
-
-export const DEFAULT_SAVED_MODEL_TAGS = ['serve'];
-export const DEFAULT_SAVED_MODEL_SIGNATURE = 'serving_default';
 
 /**
  * A TensorFlow SavedModel through tfjs-node (only native TensorFlow can run one). The
@@ -24,7 +21,7 @@ export const DEFAULT_SAVED_MODEL_SIGNATURE = 'serving_default';
 export async function loadSavedModel(
   node: TfjsNodeApi | undefined,
   dir: string,
-  options: Readonly<Record<string, string>>,
+  options: Pick<TfModelOptions, 'tags' | 'signature'>,
   backend: string,
 ): Promise<TfLoadedModel> {
   if (node === undefined) {
@@ -35,11 +32,8 @@ export async function loadSavedModel(
         '`tensorflowjs_converter --input_format=tf_saved_model`',
     );
   }
-  const tags = (options[SAVED_MODEL_TAGS_OPTION] ?? DEFAULT_SAVED_MODEL_TAGS.join(','))
-    .split(',')
-    .map((t) => t.trim())
-    .filter(Boolean);
-  const signatureName = options[SAVED_MODEL_SIGNATURE_OPTION] ?? DEFAULT_SAVED_MODEL_SIGNATURE;
+  const tags = [...options.tags];
+  const signatureName = options.signature;
   const metaGraphs = await node.getMetaGraphsFromSavedModel(dir);
   const metaGraph = metaGraphs.find((m) => sameSet(m.tags, tags));
   if (metaGraph === undefined) {

@@ -7,9 +7,8 @@ import {
   type ModelLoadRequest,
   formatDevice,
 } from '@kiln/core';
-import { BACKEND_INFO } from '../runtime/backends.js';
-import { TENSORFLOW_ENGINE_NAME, type TfModelBase } from './model-base.js';
-import type { TfModels } from './tf-models.js';
+import { BACKEND_INFO } from './runtime/backends.js';
+import { TENSORFLOW_ENGINE_NAME, type TfModel, type TfModelLoader } from './tf-model.js';
 
 const GPU0: Device = Object.freeze({ type: 'gpu', id: 0 });
 
@@ -18,22 +17,22 @@ export class TfEngine implements Engine {
   readonly name = TENSORFLOW_ENGINE_NAME;
 
   constructor(
-    private readonly placement: TfModels,
+    private readonly loader: TfModelLoader,
     private readonly threads: Readonly<Record<string, unknown>>,
   ) {}
 
   /** tfjs-core's version: every backend runs under it. */
   get version(): string {
-    return this.placement.facts.tfjsVersion;
+    return this.loader.facts.tfjsVersion;
   }
 
   /** cpu, plus gpu0 when native TensorFlow found a CUDA device (it uses the first one). */
   devices(): readonly Device[] {
-    return this.placement.facts.gpu ? [CPU, GPU0] : [CPU];
+    return this.loader.facts.gpu ? [CPU, GPU0] : [CPU];
   }
 
   describe(): Record<string, unknown> {
-    const facts = this.placement.facts;
+    const facts = this.loader.facts;
     return {
       backend: facts.backend,
       package: `${facts.packageName}@${facts.packageVersion}`,
@@ -43,12 +42,12 @@ export class TfEngine implements Engine {
       ...(facts.simd === undefined ? {} : { simd: facts.simd }),
       multithreaded: facts.multithreaded,
       skipped: facts.skipped,
-      models: this.placement.description,
+      models: this.loader.description,
       threads: this.threads,
     };
   }
 
-  loadModel(request: ModelLoadRequest): Promise<TfModelBase> {
+  loadModel(request: ModelLoadRequest): Promise<TfModel> {
     const supported = this.devices().some(
       (d) => d.type === request.device.type && d.id === request.device.id,
     );
@@ -56,7 +55,7 @@ export class TfEngine implements Engine {
       return Promise.reject(
         new KilnError(
           KilnErrorCode.InvalidConfig,
-          `TensorFlow runs on ${this.devices().map(formatDevice).join(', ')} here (backend ${this.placement.facts.backend}), not ${formatDevice(request.device)}` +
+          `TensorFlow runs on ${this.devices().map(formatDevice).join(', ')} here (backend ${this.loader.facts.backend}), not ${formatDevice(request.device)}` +
             (request.device.type === 'gpu'
               ? `; GPUs need ${BACKEND_INFO['tfjs-node-gpu'].install}`
               : ''),
@@ -70,6 +69,6 @@ export class TfEngine implements Engine {
       device: request.device,
       options: request.options,
     };
-    return this.placement.loadModel(spec, request);
+    return this.loader.loadModel(spec, request);
   }
 }

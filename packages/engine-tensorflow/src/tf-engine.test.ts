@@ -3,11 +3,11 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Engine, KilnError, NDList, Tensor } from '@kiln/core';
 import { checkEngine, tfjsAffineModel } from '@kiln/testing';
-import { isPackageInstalled } from '../runtime/packages.js';
-import { createTensorFlowEngine, probeTensorFlow, provider } from '../index.js';
-import { heavyGraph } from '../test-support/heavy-graph.js';
-import { loadRequest, temporaryFolder } from '../test-support/requests.js';
-import type { TfExecutionContext } from './model-base.js';
+import { isPackageInstalled } from './runtime/packages.js';
+import { createTensorFlowEngine, probeTensorFlow, provider } from './index.js';
+import { heavyGraph } from './test-support/heavy-graph.js';
+import { loadRequest, temporaryFolder } from './test-support/requests.js';
+import type { TfExecutionContext } from './tf-execution-context.js';
 
 const availability = await checkEngine('TensorFlow', () => probeTensorFlow('wasm'));
 const nativeInstalled =

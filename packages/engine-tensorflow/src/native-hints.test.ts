@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isPackageInstalled } from '../runtime/packages.js';
-import { createTensorFlowEngine, provider } from '../index.js';
+import { isPackageInstalled } from './runtime/packages.js';
+import { createTensorFlowEngine, provider } from './index.js';
 
 // Its own file, so its own thread: the first engine loaded in a thread fixes its tfjs backend.
 const nativeInstalled =
