@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { OptionReader } from '@kiln/core';
 
 /** Settings of a Python model, from serving.properties' option.* keys (DJL's names). */
 export interface PythonModelSettings {
@@ -25,37 +25,16 @@ export function defaultPythonExecutable(): string {
 export function resolveModelSettings(
   options: Readonly<Record<string, string>>,
 ): PythonModelSettings {
+  const o = new OptionReader(options);
+  const venvRoot = o.string('venv_dir');
   return {
-    pythonExecutable: options.pythonExecutable ?? defaultPythonExecutable(),
-    entryPoint: options.entryPoint ?? 'model.py',
-    handler: options.handler ?? 'handle',
+    pythonExecutable: o.string('pythonExecutable') ?? defaultPythonExecutable(),
+    entryPoint: o.string('entryPoint') ?? 'model.py',
+    handler: o.string('handler') ?? 'handle',
     // DJL's defaults: 240 s to load, 120 s per prediction.
-    loadTimeoutMs: seconds(options, 'model_loading_timeout', 240),
-    predictTimeoutMs: seconds(options, 'predict_timeout', 120),
-    enableVenv: flag(options, 'enable_venv'),
-    ...(options.venv_dir ? { venvRoot: options.venv_dir } : {}),
+    loadTimeoutMs: (o.positiveNumber('model_loading_timeout') ?? 240) * 1000,
+    predictTimeoutMs: (o.positiveNumber('predict_timeout') ?? 120) * 1000,
+    enableVenv: o.boolean('enable_venv') ?? false,
+    ...(venvRoot ? { venvRoot } : {}),
   };
-}
-
-function seconds(options: Readonly<Record<string, string>>, key: string, fallback: number): number {
-  const raw = options[key];
-  if (raw === undefined) return fallback * 1000;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) {
-    throw new KilnError(
-      KilnErrorCode.InvalidConfig,
-      `option.${key} must be a positive number of seconds, got ${raw}`,
-    );
-  }
-  return value * 1000;
-}
-
-function flag(options: Readonly<Record<string, string>>, key: string): boolean {
-  const raw = options[key]?.trim().toLowerCase();
-  if (raw === undefined || raw === '' || raw === 'false') return false;
-  if (raw === 'true') return true;
-  throw new KilnError(
-    KilnErrorCode.InvalidConfig,
-    `option.${key} must be true or false, got ${raw}`,
-  );
 }

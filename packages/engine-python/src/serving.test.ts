@@ -324,7 +324,7 @@ def handle(inputs):
 
   it('refuses an option.enable_venv that is neither true nor false', async () => {
     await expect(
-      load(modelDir({ 'model.py': USES_WHEEL }), { enable_venv: 'yes' }),
-    ).rejects.toThrow(/option.enable_venv must be true or false/);
+      load(modelDir({ 'model.py': USES_WHEEL }), { enable_venv: 'sometimes' }),
+    ).rejects.toThrow(/option.enable_venv=sometimes must be true or false/);
   });
 });
