@@ -1,3 +1,5 @@
+import { OptionReader } from '@kiln/core';
+
 /** serving.properties `option.modelName` (DJL's): the model file's name when it differs from the folder's. */
 export const MODEL_NAME_OPTION = 'modelName';
 /** serving.properties `option.tags`: the MetaGraph to load, comma-separated (default `serve`). */
@@ -19,12 +21,13 @@ export interface TfModelOptions {
 
 /** Reads `option.modelName`, `option.tags` and `option.signature` (prefix removed). */
 export function readTfModelOptions(options: Readonly<Record<string, string>>): TfModelOptions {
+  const o = new OptionReader(options);
   return {
-    modelName: options[MODEL_NAME_OPTION],
-    tags: (options[SAVED_MODEL_TAGS_OPTION] ?? DEFAULT_SAVED_MODEL_TAGS.join(','))
+    modelName: o.string(MODEL_NAME_OPTION),
+    tags: (o.string(SAVED_MODEL_TAGS_OPTION) ?? DEFAULT_SAVED_MODEL_TAGS.join(','))
       .split(',')
       .map((t) => t.trim())
       .filter(Boolean),
-    signature: options[SAVED_MODEL_SIGNATURE_OPTION] ?? DEFAULT_SAVED_MODEL_SIGNATURE,
+    signature: o.string(SAVED_MODEL_SIGNATURE_OPTION) ?? DEFAULT_SAVED_MODEL_SIGNATURE,
   };
 }
