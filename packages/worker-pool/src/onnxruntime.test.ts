@@ -8,7 +8,7 @@ import { tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerPool } from './create-worker-pool.js';
-import type { WorkerPool } from './worker-pool.js';
+import { type WorkerPool, hasBatchAxis } from './worker-pool.js';
 
 const { run } = await checkEngine('OnnxRuntime', async () => {
   await loadOrt();
@@ -96,5 +96,30 @@ describe.skipIf(!run)('a pool over the real ONNX Runtime engine', () => {
       );
     });
     expect(pool.stats().totals.succeeded).toBe(40);
+  });
+
+  it('batches adaptively when nobody chose a batch size and every input has a batch axis', async () => {
+    const adaptive = await createWorkerPool({
+      model: { url: dir, engines: ['@kiln/engine-onnxruntime'] },
+      settings: { minWorkers: 1, maxWorkers: 1, autoBatchSize: 8 },
+    });
+    try {
+      expect(adaptive.describe()).toMatchObject({ batchSize: 8, maxBatchDelayMs: 0 });
+      const sizes: number[] = [];
+      adaptive.on('batch', (b) => sizes.push(b.batchSize));
+      const x = NDList.of(new Tensor('float32', Float32Array.of(1, 2, 3, 4), [1, 4], 'x'));
+      // Alone, a request runs at once; many waiting ones share runs.
+      await adaptive.predict({ tensors: x });
+      expect(sizes).toEqual([1]);
+      await Promise.all(Array.from({ length: 40 }, () => adaptive.predict({ tensors: x })));
+      expect(Math.max(...sizes)).toBeGreaterThan(1);
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(8);
+    } finally {
+      await adaptive.shutdown();
+    }
+    expect(hasBatchAxis([{ name: 'x', dtype: 'float32', shape: [-1, 4] }])).toBe(true);
+    expect(hasBatchAxis([{ name: 'x', dtype: 'float32', shape: [1, 4] }])).toBe(false);
+    expect(hasBatchAxis([{ name: 'x' }])).toBe(false); // TorchScript: nothing declared
+    expect(hasBatchAxis([])).toBe(false);
   });
 });

@@ -41,9 +41,14 @@ export interface PoolWorkerHooks<I, O> {
   exited(worker: PoolWorker<I, O>, error: KilnError | undefined, phase: 'start' | 'run'): void;
 }
 
-export interface PoolWorkerOptions {
+/** How workers take batches; the pool may change it while they run (adaptive batching). */
+export interface BatchingPolicy {
   readonly batchSize: number;
   readonly maxBatchDelayMs: number;
+}
+
+export interface PoolWorkerOptions {
+  readonly batching: BatchingPolicy;
   readonly maxIdleTimeMs: number;
   readonly startTimeoutMs: number;
   /** How long a run may outlive every job in it before the worker is ended. */
@@ -174,8 +179,8 @@ export class PoolWorker<I, O> {
     if (this.leaving) void this.queue.drain().then(() => controller.abort());
     try {
       return await this.queue.takeBatch({
-        maxSize: this.options.batchSize,
-        maxDelayMs: this.options.maxBatchDelayMs,
+        maxSize: this.options.batching.batchSize,
+        maxDelayMs: this.options.batching.maxBatchDelayMs,
         signal: controller.signal,
       });
     } finally {

@@ -26,6 +26,14 @@ export interface WorkerPoolSettings {
   readonly batchSize: number;
   /** `max_batch_delay` (ms): how long a worker waits to fill a batch once a job is there. */
   readonly maxBatchDelayMs: number;
+  /**
+   * Adaptive batching for pools whose batch size nobody chose: once the first worker reports
+   * the model's inputs, and every one has a batch axis (a dynamic first dimension), workers
+   * take up to this many waiting jobs per run without waiting for more (Triton's dynamic
+   * batcher with a queue delay of 0): an idle model answers at once, a busy one batches.
+   * `batchSize` and `maxBatchDelayMs` apply until then and to models without a batch axis.
+   */
+  readonly autoBatchSize: number | undefined;
   /** `job_queue_size`: jobs waiting at most; more are refused with QUEUE_FULL. */
   readonly jobQueueSize: number;
   /** `max_idle_time` (s): a worker above `minWorkers` idle this long exits. */
@@ -109,6 +117,10 @@ export function resolveWorkerPoolSettings(input: WorkerPoolSettingsInput = {}): 
       input.maxBatchDelayMs ?? WORKER_POOL_DEFAULTS.maxBatchDelayMs,
       0,
     ),
+    autoBatchSize:
+      input.autoBatchSize === undefined
+        ? undefined
+        : integer('autoBatchSize', input.autoBatchSize, 1),
     jobQueueSize: integer(
       'jobQueueSize',
       input.jobQueueSize ?? WORKER_POOL_DEFAULTS.jobQueueSize,

@@ -11,7 +11,8 @@ export interface WorkerGroupContext<I, O> {
   mayStart(): boolean;
   /** Jobs accepted and not yet handed to a worker. */
   queueDepth(): number;
-  readonly batchSize: number;
+  /** The batch size workers take now (it may change: adaptive batching). */
+  batchSize(): number;
   /** A worker of this group could not start. */
   startFailed(group: WorkerGroup<I, O>, error: KilnError): void;
 }
@@ -73,7 +74,7 @@ export class WorkerGroup<I, O> {
     const fromZero = capacity === 0 && depth > 0;
     const belowMin = capacity < minWorkers && starting === 0;
     // One start at a time: a loading worker eats the cores the running ones need.
-    const backlog = starting === 0 && depth > 2 * this.context.batchSize;
+    const backlog = starting === 0 && depth > 2 * this.context.batchSize();
     if (fromZero || belowMin || backlog) this.start();
   }
 

@@ -7,7 +7,7 @@ import {
   JobQueue,
   systemClock,
 } from '@kiln/batching';
-import { type Device, KilnError, KilnErrorCode } from '@kiln/core';
+import { type Device, KilnError, KilnErrorCode, type TensorDescriptor } from '@kiln/core';
 import { PoolEvents, type WorkerPoolEvent, type WorkerPoolListener } from './pool-events.js';
 import type {
   PoolDescription,
@@ -98,6 +98,9 @@ export class WorkerPool<I, O> {
   private failure: { error: KilnError; retryAt: number } | undefined;
   private backoffMs = INITIAL_BACKOFF_MS;
   private knownSignature: ModelSignature | undefined;
+  /** Read by every worker before each batch: adaptive batching changes it once. */
+  private readonly batching: { batchSize: number; maxBatchDelayMs: number };
+  private autoBatchingDecided = false;
 
   readonly name: string;
   readonly settings: WorkerPoolSettings;
@@ -112,6 +115,7 @@ export class WorkerPool<I, O> {
     this.backends = options.backends;
     this.clock = clock;
     this.release = options.release;
+    this.batching = { batchSize: settings.batchSize, maxBatchDelayMs: settings.maxBatchDelayMs };
     this.queue = new JobQueue<I, O>({
       capacity: settings.jobQueueSize,
       clock,
@@ -125,7 +129,7 @@ export class WorkerPool<I, O> {
       createWorker: (group, slot) => this.createWorker(group, slot),
       mayStart: () => this.mayStart(),
       queueDepth: () => this.queue.depth,
-      batchSize: settings.batchSize,
+      batchSize: () => this.batching.batchSize,
       startFailed: (_group, error) => this.onStartFailed(error),
     };
     this.groups = devices.map(
@@ -210,8 +214,8 @@ export class WorkerPool<I, O> {
   describe(): PoolDescription {
     return {
       name: this.name,
-      batchSize: this.settings.batchSize,
-      maxBatchDelayMs: this.settings.maxBatchDelayMs,
+      batchSize: this.batching.batchSize,
+      maxBatchDelayMs: this.batching.maxBatchDelayMs,
       maxIdleTimeS: this.settings.maxIdleTimeS,
       queueSize: this.queue.capacity,
       queued: this.queue.depth,
@@ -320,8 +324,7 @@ export class WorkerPool<I, O> {
       this.queue,
       this.clock,
       {
-        batchSize: this.settings.batchSize,
-        maxBatchDelayMs: this.settings.maxBatchDelayMs,
+        batching: this.batching,
         maxIdleTimeMs: this.settings.maxIdleTimeS * 1000,
         startTimeoutMs: this.settings.startTimeoutMs,
         hungRunTimeoutMs: this.settings.hungRunTimeoutMs,
@@ -401,6 +404,7 @@ export class WorkerPool<I, O> {
     if (previous === 'starting' && worker.state === 'idle') {
       this.failure = undefined;
       this.backoffMs = INITIAL_BACKOFF_MS;
+      this.decideAutoBatching(worker);
       // The queue may have grown while it loaded: the scaling rule holds, not just on arrival.
       // Checked once the new worker has taken its first batch.
       queueMicrotask(() => group.autoscale());
@@ -412,6 +416,21 @@ export class WorkerPool<I, O> {
       previous,
       error: worker.error,
     });
+  }
+
+  /**
+   * Adaptive batching (settings.autoBatchSize), decided once, when the first worker reports
+   * the model's inputs: on when every input has a batch axis.
+   */
+  private decideAutoBatching(worker: PoolWorker<I, O>): void {
+    const size = this.settings.autoBatchSize;
+    const signature = worker.facts?.signature;
+    if (size === undefined || this.autoBatchingDecided || !signature) return;
+    this.autoBatchingDecided = true;
+    if (hasBatchAxis(signature.inputs)) {
+      this.batching.batchSize = size;
+      this.batching.maxBatchDelayMs = 0;
+    }
   }
 
   private onBatchDone(group: WorkerGroup<I, O>, report: BatchReport<I, O>): void {
@@ -489,6 +508,16 @@ function describeWorker<I, O>(worker: PoolWorker<I, O>): WorkerDescription {
     niceError: priority && !priority.lowered ? priority.reason : undefined,
     model: worker.facts?.model,
   };
+}
+
+/** Every input declares its shape and its first dimension is dynamic: requests stack there. */
+export function hasBatchAxis(inputs: readonly TensorDescriptor[]): boolean {
+  return (
+    inputs.length > 0 &&
+    inputs.every(
+      (input) => input.shape !== undefined && input.shape.length > 0 && input.shape[0] === -1,
+    )
+  );
 }
 
 function checkedLimits(limits: WorkerLimits): WorkerLimits {

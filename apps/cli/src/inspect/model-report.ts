@@ -129,10 +129,11 @@ export async function buildModelReport(
   }
 }
 
-/** The keys set (file, overrides, URL) and DJL's defaults for the batching keys left out. */
+/** The keys set (file, overrides, URL) and Kiln's defaults for the batching keys left out. */
 function propertiesInForce(properties: ServingProperties): ModelReport['servingProperties'] {
   const defaults: Record<string, string> = {
-    batch_size: String(SERVING_DEFAULTS.batchSize),
+    // The server batches adaptively (auto_batch_size) when every input has a batch axis.
+    batch_size: 'adaptive',
     max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
     job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
     max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),

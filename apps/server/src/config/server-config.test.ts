@@ -6,17 +6,21 @@ import { KilnError } from '@kiln/core';
 import { envKeyFor, isLoopbackHost, loadServerConfig, parseAddress } from './server-config.js';
 
 describe('loadServerConfig', () => {
-  it('defaults to loopback listeners and DJL batching defaults', () => {
+  it('defaults to loopback listeners, DJL queue defaults and adaptive batching', () => {
     const config = loadServerConfig({ env: {} });
     expect(config.inferenceAddress).toBe('http://127.0.0.1:8080');
     expect(config.managementAddress).toBe('http://127.0.0.1:8081');
     expect(config.metricsAddress).toBe('http://127.0.0.1:8082');
     expect(config.modelDefaults).toMatchObject({
       jobQueueSize: 1000,
-      batchSize: 1,
+      batchSize: undefined,
+      autoBatchSize: 32,
       maxBatchDelayMs: 100,
       maxIdleTimeS: 60,
     });
+    expect(
+      loadServerConfig({ env: {}, overrides: { auto_batch_size: '0' } }).modelDefaults,
+    ).toMatchObject({ batchSize: undefined, autoBatchSize: 0 });
     expect(config.overloadStatus).toBe(503);
     expect(config.modelStore).toBeUndefined();
   });

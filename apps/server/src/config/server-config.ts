@@ -54,8 +54,16 @@ export interface ServerConfig {
   /** Defaults for every model; a model's serving.properties overrides them. */
   readonly modelDefaults: Pick<
     ServingProperties,
-    'jobQueueSize' | 'batchSize' | 'maxBatchDelayMs' | 'maxIdleTimeS' | 'minWorkers' | 'maxWorkers'
-  >;
+    'jobQueueSize' | 'maxBatchDelayMs' | 'maxIdleTimeS' | 'minWorkers' | 'maxWorkers'
+  > & {
+    /** `batch_size`; unset, models whose inputs have a batch axis batch adaptively. */
+    readonly batchSize: number | undefined;
+    /**
+     * `auto_batch_size`: the most requests an adaptively batched model runs at once (0 turns
+     * adaptive batching off: batch size 1 unless chosen).
+     */
+    readonly autoBatchSize: number;
+  };
 }
 
 /** config.properties keys with their defaults (TorchServe / DJL Serving spellings). */
@@ -86,7 +94,8 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   enable_access_log: 'true',
   shutdown_timeout: '30000',
   job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
-  batch_size: String(SERVING_DEFAULTS.batchSize),
+  batch_size: '',
+  auto_batch_size: '32',
   max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
   max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),
   min_workers: '',
@@ -147,7 +156,8 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     }
     return value;
   };
-  const optionalInt = (key: string) => (raw[key]!.trim() === '' ? undefined : int(key));
+  const optionalInt = (key: string, min = 0) =>
+    raw[key]!.trim() === '' ? undefined : int(key, min);
   const list = (key: string) =>
     raw[key]!.split(',')
       .map((s) => s.trim())
@@ -204,7 +214,8 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     shutdownTimeoutMs: int('shutdown_timeout'),
     modelDefaults: {
       jobQueueSize: int('job_queue_size', 1),
-      batchSize: int('batch_size', 1),
+      batchSize: optionalInt('batch_size', 1),
+      autoBatchSize: int('auto_batch_size'),
       maxBatchDelayMs: int('max_batch_delay'),
       maxIdleTimeS: int('max_idle_time'),
       minWorkers: optionalInt('min_workers'),

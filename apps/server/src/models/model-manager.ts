@@ -129,10 +129,16 @@ export class ModelManager {
         ]),
       ),
     });
-    const settings: WorkerPoolSettingsInput = {
+    const chosen: WorkerPoolSettingsInput = {
       ...this.configDefaults(),
       ...fromProperties,
       ...this.requestSettings(request),
+    };
+    const autoBatchSize = this.config.modelDefaults.autoBatchSize;
+    const settings: WorkerPoolSettingsInput = {
+      ...chosen,
+      // Nobody chose a batch size: batch whatever waits, once the model shows a batch axis.
+      ...(chosen.batchSize === undefined && autoBatchSize > 0 ? { autoBatchSize } : {}),
       predictTimeoutMs: this.config.predictTimeoutMs,
       transferInputs: true,
     };
@@ -373,7 +379,7 @@ export class ModelManager {
   private configDefaults(): WorkerPoolSettingsInput {
     const d = this.config.modelDefaults;
     return {
-      batchSize: d.batchSize,
+      ...(d.batchSize === undefined ? {} : { batchSize: d.batchSize }),
       maxBatchDelayMs: d.maxBatchDelayMs,
       jobQueueSize: d.jobQueueSize,
       maxIdleTimeS: d.maxIdleTimeS,
