@@ -29,5 +29,8 @@ export * from './translators/index.js';
 export * from './loading/model-file.js';
 export * from './generation/step-decoder.js';
 export * from './generation/text-tokenizer.js';
+export * from './generation/bpe-tokenizer.js';
+export * from './generation/load-text-tokenizer.js';
+export * from './generation/token-text-stream.js';
 export * from './generation/generation-parameters.js';
 export * from './generation/stop-text.js';
