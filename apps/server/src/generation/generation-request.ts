@@ -5,6 +5,7 @@ import { type TextGenerationResult, generateText } from '@kiln/batching';
 import { readBody } from '../http/read-body.js';
 import { type ServerContext, bodyLimits } from '../routes/server-context.js';
 import type { GenerativeModel } from './generative-model.js';
+import { streamingTokenizer } from './streaming-tokenizer.js';
 
 /**
  * The generative model a prediction names; undefined when it names something else or nothing
@@ -103,7 +104,8 @@ export async function runGeneration(
   let sink: ((piece: TextPiece) => void) | undefined = undefined;
   let firstText: () => void = () => undefined;
   const first = new Promise<void>((resolve) => (firstText = resolve));
-  const result = generateText(model.scheduler, model.tokenizer, prompt, parameters, {
+  const tokenizer = streamingTokenizer(model.tokenizer);
+  const result = generateText(model.scheduler, tokenizer, prompt, parameters, {
     signal: abort.signal,
     onText: (text, token) => {
       if (sink) sink({ text, token });

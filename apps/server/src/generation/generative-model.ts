@@ -1,11 +1,11 @@
 import {
   CPU,
-  CharTokenizer,
   KilnError,
   KilnErrorCode,
   type ModelInspection,
   type ServingProperties,
   type TextTokenizer,
+  loadTextTokenizer,
 } from '@kiln/core';
 import { RollingScheduler } from '@kiln/batching';
 import { OrtStepDecoder, parseSessionConfig } from '@kiln/engine-onnxruntime';
@@ -53,17 +53,19 @@ export class GenerativeModel {
         throw new KilnError(KilnErrorCode.InvalidConfig, `option.${key} must be an integer >= 1`);
       return value;
     };
-    const tokenizer = await CharTokenizer.fromFolder(inspection.dir);
+    // tokenizer.json, GPT-2's vocab.json + merges.txt, or a character vocab.json.
+    const tokenizer = await loadTextTokenizer(inspection.dir);
     // ONNX Runtime's own option.* keys (intraOpNumThreads, optLevel, …) apply as usual.
     const decoder = await OrtStepDecoder.load(inspection.dir, {
       startThread: startInferenceThread,
       session: parseSessionConfig(inspection.properties.options, CPU),
     });
     try {
-      if (decoder.vocabSize !== tokenizer.vocabSize)
+      // Exported models may pad their logits past the vocabulary (GPT-2's 50257 to 50304).
+      if (tokenizer.vocabSize > decoder.vocabSize)
         throw new KilnError(
           KilnErrorCode.ModelLoadFailed,
-          `the tokenizer has ${tokenizer.vocabSize} tokens but the model's logits ${decoder.vocabSize}`,
+          `the tokenizer has ${tokenizer.vocabSize} tokens but the model's logits only ${decoder.vocabSize}`,
         );
       const cacheBytes = option('max_kv_cache_bytes');
       const scheduler = new RollingScheduler(decoder, {
