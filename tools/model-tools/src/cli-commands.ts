@@ -1,3 +1,5 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { type DType, isDType } from '@kiln/core';
 import { addMulModel, affineModel, identityModel } from './conformance-models.js';
@@ -7,6 +9,7 @@ import { mlpModel } from './mlp-model.js';
 import { resnetModel } from './resnet.js';
 import { slowModel } from './slow-model.js';
 import { tinyModel } from './tiny-model.js';
+import { tinyGptUnavailable, writeTinyGpt } from './tiny-gpt.js';
 import { transformerEncoderModel } from './transformer-encoder.js';
 
 export const USAGE = `usage: kiln-make-models <command> <dir> [options]
@@ -17,6 +20,8 @@ commands:
   encoder <dir> [--layers 2] [--hidden 128] [--heads 2] [--max-len 512] [--vocab 30522]
   gpt <dir> [--layers 2] [--hidden 64] [--heads 2] [--max-len 512]
                                   GPT-style decoder with KV cache, char vocabulary (text generation)
+  tiny-gpt <dir> [--steps 600]    small GPT trained on the King James Bible (BPE; python3-torch,
+                                  bible-kjv; about 3 minutes on 2 cores)
   mlp <dir> [--input 784] [--hidden 512,256] [--output 10]
   tiny <dir>                      few-element Add + Relu (per-call overhead)
   slow <dir> [--ms 200]           chained MatMuls taking roughly --ms per run
@@ -35,6 +40,7 @@ const OPTIONS = {
   input: { type: 'string' },
   output: { type: 'string' },
   ms: { type: 'string' },
+  steps: { type: 'string' },
   dtype: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -100,6 +106,16 @@ async function runCommand(
         maxLen: int(v['max-len'], 512),
       });
       return `${model.dir}: GPT-style decoder, ${model.layers} layers, vocabulary ${model.vocabSize}, max length ${model.maxLen}`;
+    }
+    case 'tiny-gpt': {
+      const unavailable = tinyGptUnavailable();
+      if (unavailable) throw new Error(unavailable);
+      await writeTinyGpt(dir, { steps: int(v.steps, 600), log: (line) => console.error(line) });
+      const training = JSON.parse(await readFile(join(dir, 'training.json'), 'utf8')) as {
+        final_loss: number;
+        seconds: number;
+      };
+      return `${dir}: tiny GPT, loss ${training.final_loss.toFixed(2)} after ${training.seconds} s`;
     }
     case 'mlp': {
       const hidden =

@@ -38,3 +38,17 @@ export {
   type GptDecoderModel,
   type GptDecoderOptions,
 } from './gpt-decoder.js';
+export {
+  trainTinyGpt,
+  writeTinyGpt,
+  tinyGptUnavailable,
+  pythonTorchUnavailable,
+  kjvTextUnavailable,
+  TINY_GPT_SCRIPT,
+  TINY_GPT_PYTHON,
+  KJV_PROGRAM,
+  KJV_DATA,
+  type TinyGptOptions,
+  type TinyGptTraining,
+  type TinyGptModel,
+} from './tiny-gpt.js';
