@@ -2,12 +2,14 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { EngineRegistry, KilnError, NDList, Tensor } from '@kiln/core';
+import { CPU, EngineRegistry, KilnError, NDList, Tensor, servingPropertiesFrom } from '@kiln/core';
 import { decodeOnnxModel, mlpModel, resnetModel, tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { OrtModel } from './ort-model.js';
 import { probeOrt } from './probe.js';
 import { createOnnxRuntimeEngine, provider } from './provider.js';
+import { SessionRunner } from './session-runner.js';
 import { loadOrtModel } from './test-support/load.js';
 
 const { run } = await checkEngine('OnnxRuntime', probeOrt);
@@ -180,6 +182,30 @@ describe.skipIf(!run)('OnnxRuntime engine', () => {
     await expect(loadOrtModel(join(root, 'nowhere'))).rejects.toMatchObject({
       code: 'MODEL_NOT_FOUND',
     });
+  });
+
+  it('opens one session for a model and its first context when the threads are known at load', async () => {
+    const create = vi.spyOn(SessionRunner, 'create');
+    try {
+      const request = {
+        name: 'model',
+        modelDir: tiny,
+        device: CPU,
+        options: {},
+        properties: servingPropertiesFrom({}),
+      };
+      const model = await OrtModel.load({ ...request, intraOpThreads: 1 });
+      await model.newExecutionContext({ intraOpThreads: 1 });
+      expect(create).toHaveBeenCalledTimes(1);
+      await model.dispose();
+      // Without the hint the first context asks for other threads: a second session opens.
+      const other = await OrtModel.load(request);
+      await other.newExecutionContext({ intraOpThreads: 1 });
+      expect(create).toHaveBeenCalledTimes(3);
+      await other.dispose();
+    } finally {
+      create.mockRestore();
+    }
   });
 
   it('leaves callers their inputs while reusing its own transfer buffers', async () => {

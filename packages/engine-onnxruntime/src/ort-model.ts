@@ -36,7 +36,7 @@ export class OrtModel implements Model {
     readonly inputs: readonly TensorDescriptor[],
     readonly outputs: readonly TensorDescriptor[],
     private readonly bytes: number,
-    private spare: SessionRunner | undefined,
+    private spare: { session: SessionRunner; intraOpNumThreads: number | undefined } | undefined,
   ) {
     this.contexts = new OpenContexts(name);
   }
@@ -49,7 +49,12 @@ export class OrtModel implements Model {
       request.modelFile,
       request.options.modelName,
     );
-    const session = await SessionRunner.create(modelPath, config);
+    // Opened with the threads the first context will ask for, so that it can take this one.
+    const first = {
+      ...config,
+      intraOpNumThreads: config.intraOpNumThreads ?? request.intraOpThreads,
+    };
+    const session = await SessionRunner.create(modelPath, first);
     const { size } = await stat(modelPath);
     return new OrtModel(
       request.name,
@@ -61,7 +66,7 @@ export class OrtModel implements Model {
       session.inputs,
       session.outputs,
       size,
-      session,
+      { session, intraOpNumThreads: first.intraOpNumThreads },
     );
   }
 
@@ -75,9 +80,10 @@ export class OrtModel implements Model {
       ...this.config,
       intraOpNumThreads: this.config.intraOpNumThreads ?? options.intraOpThreads,
     };
-    let session = this.spare;
+    const spare = this.spare;
     this.spare = undefined;
-    if (session && config.intraOpNumThreads !== this.config.intraOpNumThreads) {
+    let session = spare?.session;
+    if (session && config.intraOpNumThreads !== spare?.intraOpNumThreads) {
       await session.close();
       session = undefined;
     }
@@ -102,6 +108,6 @@ export class OrtModel implements Model {
     if (this.contexts.closed) return;
     const spare = this.spare;
     this.spare = undefined;
-    await this.contexts.closeAll(spare?.close());
+    await this.contexts.closeAll(spare?.session.close());
   }
 }

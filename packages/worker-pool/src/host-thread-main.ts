@@ -51,12 +51,23 @@ async function start(id: number, init: WorkerInit): Promise<void> {
     priority: init.nice > 0 ? lowerThreadPriority(init.nice) : undefined,
   };
   const { registry } = await engineCatalogFor(init.recipe.engines);
-  // The pool's group decides the device.
-  const model = await loadResolvedModel({ ...init.recipe.load, device: init.device }, registry);
+  const { load } = init.recipe;
+  const plan = planThreads({ ...init.threads, engineOptions: load.request.options });
+  // The pool's group decides the device; the thread budget is known before the model loads.
+  const model = await loadResolvedModel(
+    {
+      ...load,
+      device: init.device,
+      request: {
+        ...load.request,
+        ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
+      },
+    },
+    registry,
+  );
   try {
     // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
     const translator = withRawTensorPath(await recipeTranslator(model, init.recipe.translator));
-    const plan = planThreads({ ...init.threads, engineOptions: model.properties.options });
     const hosted: Partial<HostedWorker> & Omit<HostedWorker, 'predictor'> = {
       model,
       aborts: new Map(),

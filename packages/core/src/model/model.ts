@@ -28,6 +28,12 @@ export interface ModelLoadRequest {
   /** `option.*` keys of serving.properties with the prefix removed, plus caller overrides. */
   readonly options: Readonly<Record<string, string>>;
   readonly properties: ServingProperties;
+  /**
+   * Intra-op threads the first execution context will ask for (the worker pool's thread
+   * budget): an engine that opens a session while loading may open it with these, so that the
+   * first context takes that session over instead of opening another.
+   */
+  readonly intraOpThreads?: number;
 }
 
 export interface ExecutionContextOptions {
