@@ -1,0 +1,161 @@
+/**
+ * Start-up and memory of `kiln serve` against the hand-written Koa + onnxruntime-node server
+ * (bench/server/naive-server.mjs), on ResNet-18 (random weights):
+ * - start → first successful prediction: each server is started, a 1×3×224×224 npy body is
+ *   POSTed until it answers 200; contenders alternate over the rounds (goal: Kiln ≤ 1.5×
+ *   naive). Kiln runs as users run it from the registry — built JS (`apps/cli/dist`, made by
+ *   `tsc -b` first) — and, for reference, from the repository's TypeScript sources.
+ * - RSS of the Kiln process with 4 workers ÷ with 1 (minWorkers = maxWorkers), read from
+ *   /proc after 8 predictions (goal ≤ 1.3).
+ *
+ *   node -C @kiln/source --import tsx bench/startup/run.ts [--rounds 3]
+ */
+import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Tensor, encodeNpy } from '@kiln/core';
+import { resnetModel } from '@kiln/model-tools';
+import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
+import { alternateRounds } from '../harness/rounds.js';
+
+const { values: args } = parseArgs({
+  options: { rounds: { type: 'string', default: '3' } },
+});
+const rounds = Number(args.rounds);
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const KILN_BUILT = join(ROOT, 'apps/cli/dist/main.js');
+const KILN_SOURCE = join(ROOT, 'apps/cli/bin/kiln.mjs');
+const NAIVE = join(ROOT, 'bench/server/naive-server.mjs');
+
+let nextPort = 19100;
+
+async function firstPrediction(url: string, body: Buffer, started: number): Promise<number> {
+  for (;;) {
+    try {
+      const response = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-npy', accept: 'application/x-npy' },
+        body,
+      });
+      await response.arrayBuffer();
+      if (response.status === 200) return performance.now() - started;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+function stop(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', () => resolve());
+    child.kill('SIGTERM');
+    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+  });
+}
+
+function startKiln(entry: string, modelDir: string): { child: ChildProcess; url: string } {
+  const port = (nextPort += 3);
+  const child = spawn(
+    process.execPath,
+    [
+      entry,
+      'serve',
+      '-m',
+      `resnet=${modelDir}`,
+      '--inference-address',
+      `http://127.0.0.1:${port}`,
+      '--management-address',
+      `http://127.0.0.1:${port + 1}`,
+      '--metrics-address',
+      `http://127.0.0.1:${port + 2}`,
+    ],
+    { stdio: 'ignore', env: { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' } },
+  );
+  return { child, url: `http://127.0.0.1:${port}/predictions/resnet` };
+}
+
+function startNaive(modelDir: string): { child: ChildProcess; url: string } {
+  const port = (nextPort += 3);
+  const child = fork(NAIVE, [join(modelDir, 'model.onnx'), String(port)], {
+    execArgv: [],
+    stdio: 'ignore',
+  });
+  return { child, url: `http://127.0.0.1:${port}/` };
+}
+
+function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
+}
+
+const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-startup-'));
+try {
+  console.log(`startup: building dist (tsc -b apps/cli) — ${machineLine()}`);
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'apps/cli'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  const model = await resnetModel(join(dir, 'resnet'), { depth: 18 });
+  const body = Buffer.from(
+    encodeNpy(new Tensor('float32', new Float32Array(3 * 224 * 224).fill(0.5), [1, 3, 224, 224])),
+  );
+  const timed = (start: () => { child: ChildProcess; url: string }) => async () => {
+    const started = performance.now();
+    const { child, url } = start();
+    try {
+      return await firstPrediction(url, body, started);
+    } finally {
+      await stop(child);
+    }
+  };
+  const ms = await alternateRounds(
+    [
+      { name: 'kiln', measure: timed(() => startKiln(KILN_BUILT, model.dir)) },
+      { name: 'kiln-source', measure: timed(() => startKiln(KILN_SOURCE, model.dir)) },
+      { name: 'naive', measure: timed(() => startNaive(model.dir)) },
+    ],
+    { rounds, warmupRounds: 1 },
+  );
+  console.log(
+    `start → first prediction, ResNet-18, ms: Kiln (built JS) ${formatSpread(spreadOf(ms.kiln!), 0)}, ` +
+      `Kiln (TypeScript sources) ${formatSpread(spreadOf(ms['kiln-source']!), 0)}, naive ${formatSpread(spreadOf(ms.naive!), 0)}`,
+  );
+  console.log(`  ${goalLine('Kiln ÷ naive', ratioSpread(ms.kiln!, ms.naive!), { atMost: 1.5 })}`);
+
+  const rss = async (workers: number): Promise<number> => {
+    writeFileSync(
+      join(model.dir, 'serving.properties'),
+      `minWorkers=${workers}\nmaxWorkers=${workers}\n`,
+    );
+    const { child, url } = startKiln(KILN_BUILT, model.dir);
+    try {
+      await firstPrediction(url, body, performance.now());
+      await Promise.all(Array.from({ length: 8 }, () => firstPrediction(url, body, 0)));
+      return rssMiB(child.pid!);
+    } finally {
+      await stop(child);
+    }
+  };
+  const memory = await alternateRounds(
+    [
+      { name: 'one', measure: () => rss(1) },
+      { name: 'four', measure: () => rss(4) },
+    ],
+    { rounds },
+  );
+  console.log(
+    `RSS, MiB: 1 worker ${formatSpread(spreadOf(memory.one!), 0)}, 4 workers ${formatSpread(spreadOf(memory.four!), 0)}`,
+  );
+  console.log(
+    `  ${goalLine('4 workers ÷ 1', ratioSpread(memory.four!, memory.one!), { atMost: 1.3 })}`,
+  );
+  console.log(`end: ${machineLine()}`);
+} finally {
+  await rm(dir, { recursive: true, force: true });
+}
