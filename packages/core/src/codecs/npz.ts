@@ -1,9 +1,13 @@
-import { zipSync, type Zippable } from 'fflate';
+import type * as Fflate from 'fflate';
+import type { Zippable } from 'fflate';
+import { lazyModule } from '../lazy-module.js';
 import { NDList } from '../tensor/ndlist.js';
 import { entryNames } from './entry-names.js';
 import { DEFAULT_MAX_DECODED_BYTES } from './limits.js';
 import { decodeNpy, encodeNpy } from './npy.js';
 import { readZipEntries } from './zip-reader.js';
+
+const fflate = lazyModule<typeof Fflate>('fflate');
 
 export interface NpzEncodeOptions {
   /** Deflate the entries (`numpy.savez_compressed`) instead of storing them (`numpy.savez`). */
@@ -26,7 +30,7 @@ export function encodeNpz(list: NDList, options: NpzEncodeOptions = {}): Uint8Ar
   list.tensors.forEach((tensor, i) => {
     files[`${names[i]}.npy`] = [encodeNpy(tensor), { level, mtime: ENTRY_TIME }];
   });
-  return zipSync(files);
+  return fflate().zipSync(files);
 }
 
 /** Decodes an .npz archive; tensors keep the entry order and names (without `.npy`). */

@@ -1,8 +1,11 @@
 import { crc32 } from 'node:zlib';
-import { Inflate } from 'fflate';
+import type * as Fflate from 'fflate';
+import { lazyModule } from '../lazy-module.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import { ByteReader } from './byte-reader.js';
 import { malformed } from './limits.js';
+
+const fflate = lazyModule<typeof Fflate>('fflate');
 
 export interface ZipEntry {
   readonly name: string;
@@ -233,7 +236,7 @@ class OverDeclared extends Error {}
 function inflateBounded(entry: CentralEntry, compressed: Uint8Array): Uint8Array {
   const chunks: Uint8Array[] = [];
   let total = 0;
-  const inflater = new Inflate((chunk) => {
+  const inflater = new (fflate().Inflate)((chunk) => {
     total += chunk.byteLength;
     if (total > entry.size) throw new OverDeclared();
     chunks.push(chunk);

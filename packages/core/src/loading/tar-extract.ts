@@ -1,7 +1,11 @@
 import { createReadStream } from 'node:fs';
-import { Parser, type ReadEntry } from 'tar';
+import type * as Tar from 'tar';
+import type { ReadEntry } from 'tar';
+import { lazyModule } from '../lazy-module.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import type { ArchiveWriter } from './archive-writer.js';
+
+const tar = lazyModule<typeof Tar>('tar');
 
 /**
  * Extracts a tar, gzipped or not (the parser recognises gzip by its magic bytes), entry by
@@ -11,7 +15,7 @@ import type { ArchiveWriter } from './archive-writer.js';
 export async function extractTar(archive: string, writer: ArchiveWriter): Promise<void> {
   // Size is bounded by the writer's byte count; the parser's own ratio check is turned off
   // so that limit is the only one and behaves the same for zip and tar.
-  const parser = new Parser({ strict: true, maxDecompressionRatio: Infinity });
+  const parser = new (tar().Parser)({ strict: true, maxDecompressionRatio: Infinity });
   const input = createReadStream(archive);
   const writes: Promise<void>[] = [];
   let failure: unknown;

@@ -1,5 +1,9 @@
 import type { Readable } from 'node:stream';
-import yauzl, { type Entry, type ZipFile } from 'yauzl';
+import type * as Yauzl from 'yauzl';
+import type { Entry, ZipFile } from 'yauzl';
+import { lazyModule } from '../lazy-module.js';
+
+const yauzl = lazyModule<typeof Yauzl>('yauzl');
 import { KilnError, KilnErrorCode } from '../errors.js';
 import type { ArchiveWriter } from './archive-writer.js';
 
@@ -12,7 +16,8 @@ interface Yauzl3 {
     strictFileNames: boolean,
   ): string;
 }
-const { getFileNameLowLevel } = yauzl as unknown as Yauzl3;
+const getFileNameLowLevel: Yauzl3['getFileNameLowLevel'] = (...args) =>
+  (yauzl() as unknown as Yauzl3).getFileNameLowLevel(...args);
 
 // Unix file types in the high 16 bits of a zip entry's external attributes.
 const S_IFMT = 0o170000;
@@ -64,7 +69,7 @@ export async function extractZip(archive: string, writer: ArchiveWriter): Promis
 
 function openZip(archive: string): Promise<ZipFile> {
   return new Promise((resolve, reject) => {
-    yauzl.open(
+    yauzl().open(
       archive,
       { lazyEntries: true, autoClose: false, decodeStrings: false, validateEntrySizes: false },
       (error, zip) => (error ? reject(error) : resolve(zip)),

@@ -1,8 +1,12 @@
 import { inflateSync } from 'node:zlib';
-import jpeg from 'jpeg-js';
-import { PNG } from 'pngjs';
+import type * as JpegJs from 'jpeg-js';
+import type * as PngJs from 'pngjs';
+import { lazyModule } from '../lazy-module.js';
 import { detectImageFormat } from '../codecs/detect.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
+
+const jpeg = lazyModule<typeof JpegJs>('jpeg-js');
+const pngjs = lazyModule<typeof PngJs>('pngjs');
 
 /** Decoded pixels, row-major, `channels` interleaved bytes per pixel. */
 export interface DecodedImage {
@@ -50,7 +54,7 @@ export function decodeImage(
 }
 
 function decodeJpeg(bytes: Uint8Array, limits: ImageDecodeLimits): DecodedImage {
-  const image = jpeg.decode(bytes, {
+  const image = jpeg().decode(bytes, {
     useTArray: true,
     formatAsRGBA: true,
     maxResolutionInMP: limits.maxResolutionInMP,
@@ -65,7 +69,7 @@ function decodePng(bytes: Uint8Array, limits: ImageDecodeLimits): DecodedImage {
   assertResolution(header.width, header.height, limits);
   if (header.interlaced) assertInterlacedDataBounded(bytes, header);
   // pngjs normalises every colour type and bit depth to 8-bit RGBA.
-  const png = PNG.sync.read(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+  const png = pngjs().PNG.sync.read(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
   const data = new Uint8Array(png.data.buffer, png.data.byteOffset, png.data.byteLength);
   return { width: png.width, height: png.height, channels: 4, data };
 }
