@@ -8,7 +8,7 @@ import { pino, type Logger } from 'pino';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server-config.js';
 import { accessLog } from './http/access-log.js';
-import { type GrpcListener, listenGrpc } from './grpc/grpc-listener.js';
+import type { GrpcListener } from './grpc/grpc-listener.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
 import { requestMetrics } from './http/request-metrics.js';
@@ -156,6 +156,8 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
       metrics: await listen(metricsApp, config.metricsAddress),
     };
     if (config.grpcAddress) {
+      // gRPC's libraries load only for a server that listens for it.
+      const { listenGrpc } = await import('./grpc/grpc-listener.js');
       grpc = await listenGrpc(server, config.grpcAddress);
       urls = { ...urls, grpc: grpc.address };
     }

@@ -1,6 +1,11 @@
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
-import { type GrpcObject, type ServiceDefinition, loadPackageDefinition } from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
+import type * as GrpcJs from '@grpc/grpc-js';
+import type { GrpcObject, ServiceDefinition } from '@grpc/grpc-js';
+import type * as ProtoLoader from '@grpc/proto-loader';
+
+// Loaded on first use: a server without a gRPC listener never pays for them at start-up.
+const require = createRequire(import.meta.url);
 
 /** Kiln's copy of the Open Inference Protocol's gRPC contract (package `inference`). */
 export const INFERENCE_PROTO_PATH = fileURLToPath(
@@ -22,6 +27,8 @@ export const PROTO_LOADER_OPTIONS = {
 
 /** The loaded `inference` package: `GRPCInferenceService` and its messages. */
 export function loadInferencePackage(): GrpcObject {
+  const { loadPackageDefinition } = require('@grpc/grpc-js') as typeof GrpcJs;
+  const { loadSync } = require('@grpc/proto-loader') as typeof ProtoLoader;
   return loadPackageDefinition(loadSync(INFERENCE_PROTO_PATH, PROTO_LOADER_OPTIONS))
     .inference as GrpcObject;
 }
