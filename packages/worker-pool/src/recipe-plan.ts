@@ -9,6 +9,7 @@ import {
   type TranslatorFactory,
   assertTranslator,
   loadEngineCatalog,
+  type ResolvedModelLoad,
   loadResolvedModel,
   resolveModelLoad,
   resolveTranslator,
@@ -37,7 +38,8 @@ export type PlannedRecipe =
  * where it runs. Blocking engines are not loaded on this thread: their workers load them.
  */
 export async function planRecipe(recipe: ModelRecipe): Promise<PlannedRecipe> {
-  const { registry, providerFor } = await engineCatalogFor(recipe.engines);
+  const catalog = await engineCatalogFor(recipe.engines);
+  const { registry, providerFor } = catalog;
   const load = await resolveModelLoad(recipe.url, {
     registry,
     ...(recipe.overrides ? { overrides: recipe.overrides } : {}),
@@ -57,9 +59,27 @@ export async function planRecipe(recipe: ModelRecipe): Promise<PlannedRecipe> {
   }
   return {
     kind: 'threads',
-    recipe: { load, engines: recipe.engines, translator: recipe.translator },
+    recipe: {
+      load,
+      engines: enginesFor(load, catalog) ?? recipe.engines,
+      translator: recipe.translator,
+    },
     sharedHost: provider?.hostThread === 'shared' ? provider.name : undefined,
   };
+}
+
+/**
+ * The engine modules a worker thread needs: the named engine's, or those of every engine that
+ * recognises the files (its fallbacks, as loadModel would try them); undefined for all.
+ */
+function enginesFor(load: ResolvedModelLoad, catalog: EngineCatalog): string[] | undefined {
+  const named = load.request.properties.engine;
+  const providers = named
+    ? [catalog.providerFor(named)]
+    : catalog.registry.providers().filter((p) => p.recognizes(load.files));
+  const modules = providers.map((p) => p && catalog.moduleFor(p.name));
+  if (modules.length === 0 || modules.some((m) => m === undefined)) return undefined;
+  return modules as string[];
 }
 
 const catalogs = new Map<string, Promise<EngineCatalog>>();

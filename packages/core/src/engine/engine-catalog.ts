@@ -10,6 +10,8 @@ export interface EngineCatalog {
   /** Modules that could not be imported, with why (an engine package not installed). */
   readonly missing: Readonly<Record<string, string>>;
   providerFor(engineName: string): EngineProvider | undefined;
+  /** The module an engine's provider came from. */
+  moduleFor(engineName: string): string | undefined;
 }
 
 /**
@@ -22,11 +24,13 @@ export async function loadEngineCatalog(modules: readonly string[]): Promise<Eng
   const loaded: string[] = [];
   const missing: Record<string, string> = {};
   const providers = new Map<string, EngineProvider>();
+  const sources = new Map<string, string>();
   for (const specifier of modules) {
     try {
       const provider = await importEngineProvider(specifier);
       registry.register(provider);
       providers.set(provider.name.toLowerCase(), provider);
+      sources.set(provider.name.toLowerCase(), specifier);
       loaded.push(specifier);
     } catch (error) {
       missing[specifier] = error instanceof Error ? error.message : String(error);
@@ -37,6 +41,7 @@ export async function loadEngineCatalog(modules: readonly string[]): Promise<Eng
     modules: loaded,
     missing,
     providerFor: (name) => providers.get(name.toLowerCase()),
+    moduleFor: (name) => sources.get(name.toLowerCase()),
   };
 }
 
