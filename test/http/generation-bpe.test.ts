@@ -142,7 +142,7 @@ describe.runIf(run)('a GPT trained on the King James Bible, over HTTP', () => {
       'For God so loved the world',
     ];
     const lengths = [40, 12, 33, 7, 25, 18];
-    const alone = [];
+    const alone: Awaited<ReturnType<typeof lmiTokens>>[] = [];
     for (const [i, prompt] of prompts.entries()) alone.push(await lmiTokens(prompt, lengths[i]!));
     for (const result of alone)
       for (const piece of result.pieces) expect(piece).not.toContain('\uFFFD');
