@@ -122,11 +122,15 @@ describe('TokenTextStream', () => {
 
   it('streams any text as whole characters, joining to the decoded text', () => {
     fc.assert(
-      fc.property(fc.string({ unit: 'grapheme', maxLength: 30 }), (text) => {
-        const out = pieces(bpe.encode(text));
-        expect(out.join('')).toBe(text);
-        for (const piece of out) expect(piece).not.toContain('\uFFFD');
-      }),
+      // Text without U+FFFD of its own, so that any U+FFFD is a split character.
+      fc.property(
+        fc.string({ unit: 'grapheme', maxLength: 30 }).filter((t) => !t.includes('\uFFFD')),
+        (text) => {
+          const out = pieces(bpe.encode(text));
+          expect(out.join('')).toBe(text);
+          for (const piece of out) expect(piece).not.toContain('\uFFFD');
+        },
+      ),
       { numRuns: 300 },
     );
   });

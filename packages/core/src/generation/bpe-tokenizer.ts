@@ -1,8 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Tokenizer } from '@huggingface/tokenizers';
+import type * as HfTokenizers from '@huggingface/tokenizers';
+import type { Tokenizer } from '@huggingface/tokenizers';
 import { KilnError, KilnErrorCode } from '../errors.js';
+import { lazyModule } from '../lazy-module.js';
 import type { TextTokenizer } from './text-tokenizer.js';
+
+// Loaded with the first BPE tokenizer, not when core is imported (core loads in every thread).
+const hfTokenizers = lazyModule<typeof HfTokenizers>('@huggingface/tokenizers');
 
 /** Hugging Face's tokenizer file: the whole pipeline (normalizer, pre-tokenizer, model, decoder). */
 export const TOKENIZER_JSON_FILE = 'tokenizer.json';
@@ -48,7 +53,7 @@ export class BpeTokenizer implements TextTokenizer {
   ): BpeTokenizer {
     let tokenizer: Tokenizer;
     try {
-      tokenizer = new Tokenizer(tokenizerJson as object, tokenizerConfig);
+      tokenizer = new (hfTokenizers().Tokenizer)(tokenizerJson as object, tokenizerConfig);
     } catch (error) {
       throw new KilnError(
         KilnErrorCode.InvalidConfig,
