@@ -29,6 +29,10 @@ export async function runWrk(options: LoadOptions): Promise<LoadResult> {
     `-c${options.concurrency}`,
     `-d${Math.max(1, Math.round(options.durationMs / 1000))}s`,
     '--latency',
+    // wrk's default 2 s counts a request queued behind a slow model (a serial server doing
+    // ResNet-18 at c16 on a busy machine) as a failure; only answers that never come should.
+    '--timeout',
+    '30s',
     '-s',
     script,
     options.url,
