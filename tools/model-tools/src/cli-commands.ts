@@ -20,9 +20,9 @@ commands:
   encoder <dir> [--layers 2] [--hidden 128] [--heads 2] [--max-len 512] [--vocab 30522]
   gpt <dir> [--layers 2] [--hidden 64] [--heads 2] [--max-len 512]
                                   GPT-style decoder with KV cache, char vocabulary (text generation)
-  tiny-gpt <dir> [--steps 1200]
+  tiny-gpt <dir> [--steps 1000]
                                   small GPT trained on the King James Bible (BPE; python3-torch,
-                                  bible-kjv; about 3 minutes on 2 cores)
+                                  bible-kjv; 3 to 4 minutes on 2 cores)
   mlp <dir> [--input 784] [--hidden 512,256] [--output 10]
   tiny <dir>                      few-element Add + Relu (per-call overhead)
   slow <dir> [--ms 200]           chained MatMuls taking roughly --ms per run
@@ -111,7 +111,7 @@ async function runCommand(
     case 'tiny-gpt': {
       const unavailable = tinyGptUnavailable();
       if (unavailable) throw new Error(unavailable);
-      await writeTinyGpt(dir, { steps: int(v.steps, 1200), log: (line) => console.error(line) });
+      await writeTinyGpt(dir, { steps: int(v.steps, 1000), log: (line) => console.error(line) });
       const training = JSON.parse(await readFile(join(dir, 'training.json'), 'utf8')) as {
         final_loss: number;
         seconds: number;

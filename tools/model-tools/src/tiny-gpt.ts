@@ -17,7 +17,7 @@ export const KJV_PROGRAM = '/usr/bin/bible';
 export const KJV_DATA = '/usr/lib/bible.data';
 
 export interface TinyGptOptions {
-  /** Optimizer steps; the script's default (1200) takes about 3 minutes on 2 cores. */
+  /** Optimizer steps; the script's default (1000) takes 3 to 4 minutes on 2 cores. */
   readonly steps?: number;
   /** BPE merges: the vocabulary is 256 bytes + merges + `<|endoftext|>`. */
   readonly merges?: number;
