@@ -97,10 +97,14 @@ function rssMiB(pid: number): number {
 const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-startup-'));
 try {
   console.log(`startup: building dist (tsc -b apps/cli) — ${machineLine()}`);
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'apps/cli'], {
-    cwd: ROOT,
-    stdio: 'inherit',
-  });
+  execFileSync(
+    process.execPath,
+    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'apps/cli'],
+    {
+      cwd: ROOT,
+      stdio: 'inherit',
+    },
+  );
   const model = await resnetModel(join(dir, 'resnet'), { depth: 18 });
   const body = Buffer.from(
     encodeNpy(new Tensor('float32', new Float32Array(3 * 224 * 224).fill(0.5), [1, 3, 224, 224])),
