@@ -19,6 +19,7 @@ packages=(
   python3-grpcio python3-grpc-tools  # independent v2 gRPC client (stubs generated in tests)
   python3-fastapi python3-uvicorn    # bench/python-mode's FastAPI + uvicorn baseline
   haproxy                # load balancer of the scale-out check (deploy/scale-out)
+  bible-kjv              # public-domain training text of the tiny GPT (tools/model-tools)
 )
 if [ "${KILN_SKIP_APT:-}" != "1" ]; then
   sudo=""
