@@ -34,7 +34,9 @@ export class BpeTokenizer implements TextTokenizer {
   readonly vocabSize: number;
   readonly eosTokenId: number | undefined;
 
-  constructor(
+  // Private, so that the published types never name @huggingface/tokenizers' own (whose
+  // declarations do not check under `moduleResolution: nodenext` without skipLibCheck).
+  private constructor(
     private readonly tokenizer: Tokenizer,
     options: BpeTokenizerOptions & { eosToken?: string } = {},
   ) {
