@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { KilnError, KilnErrorCode, V2_BINARY_HEADER } from '@kiln/core';
 import type { ModelEntry } from '../models/model-entry.js';
 import { readBody } from '../http/read-body.js';
-import { answerUnlessGone } from '../http/serving-request.js';
+import { answerUnlessGone, writeServingOutput } from '../http/serving-request.js';
 import { V2_EXTENSIONS, modelMetadata, modelReady, serverReady } from './v2-metadata.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
@@ -66,15 +66,9 @@ export function v2Routes(server: ServerContext): Router {
         maxDecodedBytes: bodyLimits(server).maxBytes,
       }),
     );
-    if (output.type === 'bytes') {
-      for (const [name, value] of Object.entries(output.headers ?? {})) ctx.set(name, value);
-      ctx.type = output.contentType;
-      ctx.body = Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength);
-    } else if (output.type === 'json') {
-      ctx.body = output.value;
-    } else {
+    if (output.type === 'tensors')
       throw new KilnError(KilnErrorCode.Internal, `model ${entry.name} gave no v2 reply`);
-    }
+    writeServingOutput(ctx, output);
   };
 
   router.get('/models/:model', metadata);
