@@ -157,7 +157,8 @@ function waitForOutput(child: ChildProcess, ready: RegExp, failed: RegExp): Prom
   });
 }
 
-function stopChild(child: ChildProcess): Promise<void> {
+/** SIGTERM, then SIGKILL after 10 s; resolves once the child has exited. */
+export function stopChild(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     if (child.exitCode !== null) return resolve();
     child.once('exit', () => resolve());

@@ -21,6 +21,7 @@ import { Tensor, encodeNpy } from '@kiln/core';
 import { resnetModel } from '@kiln/model-tools';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
+import { stopChild } from '../server/contenders.js';
 
 const { values: args } = parseArgs({
   options: { rounds: { type: 'string', default: '3' } },
@@ -48,15 +49,6 @@ async function firstPrediction(url: string, body: Buffer, started: number): Prom
     }
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
-}
-
-function stop(child: ChildProcess): Promise<void> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null) return resolve();
-    child.once('exit', () => resolve());
-    child.kill('SIGTERM');
-    setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
-  });
 }
 
 function startKiln(entry: string, modelDir: string): { child: ChildProcess; url: string } {
@@ -115,7 +107,7 @@ try {
     try {
       return await firstPrediction(url, body, started);
     } finally {
-      await stop(child);
+      await stopChild(child);
     }
   };
   const ms = await alternateRounds(
@@ -143,7 +135,7 @@ try {
       await Promise.all(Array.from({ length: 8 }, () => firstPrediction(url, body, 0)));
       return rssMiB(child.pid!);
     } finally {
-      await stop(child);
+      await stopChild(child);
     }
   };
   const memory = await alternateRounds(
