@@ -65,13 +65,11 @@ export async function createWorkerPool<I, O>(
   const planned = await planRecipe(options.model);
   if (planned.kind === 'shared') {
     const { model, translator } = planned;
+    // The pool disposes the model when it shuts down, as it does when it cannot start.
     const pool = sharedPool({ ...options, model: { shared: model, translator } }, () =>
       model.dispose(),
     );
-    await pool.start().catch(async (error: unknown) => {
-      await model.dispose();
-      throw error;
-    });
+    await pool.start();
     return pool;
   }
   const pool = threadPool(options, planned);

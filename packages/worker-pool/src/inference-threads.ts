@@ -16,6 +16,8 @@ const HOST_ENTRY = new URL(
 /** What a worker hosted on a thread hears from it. */
 export interface HostedListener {
   message(message: FromHost): void;
+  /** A message from the thread could not be read: what waits on an answer fails. */
+  lost(error: KilnError): void;
   /** The thread ended (crashed, or was terminated): every hosted worker is gone. */
   exit(error: KilnError): void;
 }
@@ -46,7 +48,7 @@ export class HostThread {
     this.worker.on('error', (error) => (this.lastError = error));
     this.worker.on('messageerror', (error) => {
       const failure = KilnError.wrap(error, KilnErrorCode.Internal, 'a message could not be read');
-      for (const listener of this.listeners.values()) listener.exit(failure);
+      for (const listener of this.listeners.values()) listener.lost(failure);
     });
     if (shared) this.worker.unref();
   }
@@ -84,10 +86,6 @@ export class HostThread {
   async terminate(): Promise<void> {
     await this.worker.terminate();
     await this.exited;
-  }
-
-  get threadId(): number {
-    return this.worker.threadId;
   }
 
   private onExit(code: number): void {

@@ -61,6 +61,7 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     this.host = host;
     this.hostedAs = host.attach({
       message: (message) => this.onMessage(message),
+      lost: (error) => this.failPending(error),
       exit: (error) => this.onExit(error),
     });
     const started = new Promise<WorkerFacts>(
@@ -160,11 +161,16 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     const host = this.host;
     if (!host) return;
     this.stopping = true;
-    // A shared host serves other workers too: this worker only leaves it.
-    if (host.shared) this.post({ type: 'stop', worker: this.hostedAs });
-    else await host.terminate();
-    await this.release(host);
-    this.onExit(new KilnError(KilnErrorCode.Closed, `${this.options.label} was stopped`));
+    if (host.shared) {
+      // A shared host serves other workers too: this worker only leaves it.
+      this.post({ type: 'stop', worker: this.hostedAs });
+      await this.release(host);
+      this.onExit(new KilnError(KilnErrorCode.Closed, `${this.options.label} was stopped`));
+    } else {
+      // Its exit fails what waits, as for any thread that ends.
+      await host.terminate();
+      await this.release(host);
+    }
   }
 
   private async release(host: HostThread): Promise<void> {
