@@ -71,6 +71,13 @@ function joinOwned(chunks: readonly Buffer[], total?: number, alignAt?: number):
   return out;
 }
 
+/** A form field's text as bytes in a buffer of its own (not Node's shared pool). */
+function ownedText(value: string): Buffer {
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(value));
+  bytes.write(value);
+  return bytes;
+}
+
 /**
  * Reads a request body into memory, refusing it before buffering when Content-Length is too
  * large, stopping at the limit when the length is not declared, and answering 408 to a
@@ -171,7 +178,7 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
         name,
         contentType: info.mimeType === 'text/plain' ? undefined : info.mimeType,
         filename: undefined,
-        data: joinOwned([Buffer.from(value)]),
+        data: ownedText(value),
       });
     });
     parser.on('file', (name, stream, info) => {

@@ -50,9 +50,10 @@ export function v2Routes(server: ServerContext): Router {
     const headerLength = ctx.get(V2_BINARY_HEADER) || undefined;
     // Binary tensor data starts right after the JSON header: aligned there, it is not copied.
     const alignAt = Number(headerLength);
+    const limits = bodyLimits(server);
     const body = await readBody(
       ctx.req,
-      bodyLimits(server),
+      limits,
       Number.isSafeInteger(alignAt) && alignAt >= 0 ? { alignAt } : {},
     );
     // Parsed, run and answered where the model runs: the body crosses to the worker once.
@@ -63,7 +64,7 @@ export function v2Routes(server: ServerContext): Router {
         v2: { headerLength, model: entry.name, version: entry.version },
         rawTensors: true,
         owned: true,
-        maxDecodedBytes: bodyLimits(server).maxBytes,
+        maxDecodedBytes: limits.maxBytes,
       }),
     );
     if (output.type === 'tensors')
