@@ -64,6 +64,24 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
+/** `kiln serve` arguments for one model, its three listeners on `port`, `port + 1`, `port + 2`. */
+export function kilnServeArgs(model: string, modelDir: string, port: number): string[] {
+  return [
+    'serve',
+    '-m',
+    `${model}=${modelDir}`,
+    '--inference-address',
+    `http://127.0.0.1:${port}`,
+    '--management-address',
+    `http://127.0.0.1:${port + 1}`,
+    '--metrics-address',
+    `http://127.0.0.1:${port + 2}`,
+  ];
+}
+
+/** The environment benches run `kiln serve` with: no access log. */
+export const KILN_BENCH_ENV = { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' };
+
 /** `kiln serve` in a child process, as a user would run it (`extraArgs`: more flags). */
 export async function startKiln(
   workload: Workload,
@@ -72,19 +90,8 @@ export async function startKiln(
 ): Promise<RunningServer> {
   const child = spawn(
     KILN_BIN,
-    [
-      'serve',
-      '-m',
-      `${workload.modelName}=${workload.modelDir}`,
-      '--inference-address',
-      `http://127.0.0.1:${port}`,
-      '--management-address',
-      `http://127.0.0.1:${port + 1}`,
-      '--metrics-address',
-      `http://127.0.0.1:${port + 2}`,
-      ...extraArgs,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' } },
+    [...kilnServeArgs(workload.modelName, workload.modelDir, port), ...extraArgs],
+    { stdio: ['ignore', 'pipe', 'pipe'], env: KILN_BENCH_ENV },
   );
   await waitForOutput(child, /READY/, /FAILED|error:/);
   return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };

@@ -21,7 +21,7 @@ import { Tensor, encodeNpy } from '@kiln/core';
 import { resnetModel } from '@kiln/model-tools';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
-import { stopChild } from '../server/contenders.js';
+import { KILN_BENCH_ENV, kilnServeArgs, stopChild } from '../server/contenders.js';
 
 const { values: args } = parseArgs({
   options: { rounds: { type: 'string', default: '3' } },
@@ -53,22 +53,10 @@ async function firstPrediction(url: string, body: Buffer, started: number): Prom
 
 function startKiln(entry: string, modelDir: string): { child: ChildProcess; url: string } {
   const port = (nextPort += 3);
-  const child = spawn(
-    process.execPath,
-    [
-      entry,
-      'serve',
-      '-m',
-      `resnet=${modelDir}`,
-      '--inference-address',
-      `http://127.0.0.1:${port}`,
-      '--management-address',
-      `http://127.0.0.1:${port + 1}`,
-      '--metrics-address',
-      `http://127.0.0.1:${port + 2}`,
-    ],
-    { stdio: 'ignore', env: { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' } },
-  );
+  const child = spawn(process.execPath, [entry, ...kilnServeArgs('resnet', modelDir, port)], {
+    stdio: 'ignore',
+    env: KILN_BENCH_ENV,
+  });
   return { child, url: `http://127.0.0.1:${port}/predictions/resnet` };
 }
 
