@@ -11,13 +11,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
 import { Tensor, encodeNpy } from '@kiln/core';
-import { loadServerConfig, startKilnServer } from '@kiln/server';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
 import { runLoad } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
+import { startBenchServer } from './kiln-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -79,28 +78,7 @@ const urls = Object.entries(models).map(([name, properties]) => {
 process.env.OPENBLAS_NUM_THREADS = '1';
 process.env.OMP_NUM_THREADS = '1';
 
-const server = await startKilnServer({
-  config: loadServerConfig({
-    env: {},
-    overrides: {
-      inference_address: 'http://127.0.0.1:0',
-      management_address: 'http://127.0.0.1:0',
-      metrics_address: 'http://127.0.0.1:0',
-      disable_token_authorization: 'true',
-      enable_access_log: 'false',
-    },
-  }),
-  logger: pino({ level: 'error' }),
-  models: urls,
-});
-for (let i = 0; i < 300; i++) {
-  const ping = (await (await fetch(`${server.urls.inference}/ping`)).json()) as Record<
-    string,
-    { status: string }
-  >;
-  if (Object.keys(models).every((m) => ping[m]?.status === 'Healthy')) break;
-  await new Promise((r) => setTimeout(r, 200));
-}
+const server = await startBenchServer(urls, Object.keys(models), 'error');
 
 const body = Buffer.from(
   encodeNpy(new Tensor('float32', new Float32Array(64).fill(0.25), [1, 64])),

@@ -13,13 +13,12 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { pino } from 'pino';
 import { Tensor, encodeNpy } from '@kiln/core';
-import { loadServerConfig, startKilnServer } from '@kiln/server';
 import { goalLine, machineLine, ratioSpread, formatSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
 import { runLoad, type LoadResult } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
+import { startBenchServer } from './kiln-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -108,29 +107,7 @@ async function startKiln(workers: number, threads: number): Promise<Running> {
     `engine=Python\noption.pythonExecutable=${PYTHON}\nminWorkers=${workers}\nmaxWorkers=${workers}\nbatch_size=1\n`,
   );
   process.env.BENCH_TORCH_THREADS = String(threads);
-  const server = await startKilnServer({
-    config: loadServerConfig({
-      env: {},
-      overrides: {
-        inference_address: 'http://127.0.0.1:0',
-        management_address: 'http://127.0.0.1:0',
-        metrics_address: 'http://127.0.0.1:0',
-        disable_token_authorization: 'true',
-        enable_access_log: 'false',
-      },
-    }),
-    logger: pino({ level: 'warn' }),
-    models: [`resnet::Python=${dir}`],
-  });
-  for (let i = 0; i < 600; i++) {
-    const ping = (await (await fetch(`${server.urls.inference}/ping`)).json()) as Record<
-      string,
-      { status: string }
-    >;
-    if (ping.resnet?.status === 'Healthy') break;
-    if (ping.resnet?.status === 'FAILED') throw new Error('Kiln failed to load the model');
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const server = await startBenchServer([`resnet::Python=${dir}`], ['resnet'], 'warn');
   return { url: server.urls.inference, stop: () => server.stop() };
 }
 

@@ -1,0 +1,38 @@
+import { pino } from 'pino';
+import { type KilnServer, loadServerConfig, startKilnServer } from '@kiln/server';
+
+/**
+ * `kiln serve` in this process on ephemeral loopback ports (no token, no access log), once
+ * every named model answers Healthy on /ping; a model that fails to load is an error.
+ */
+export async function startBenchServer(
+  models: readonly string[],
+  names: readonly string[],
+  logLevel: 'warn' | 'error',
+): Promise<KilnServer> {
+  const server = await startKilnServer({
+    config: loadServerConfig({
+      env: {},
+      overrides: {
+        inference_address: 'http://127.0.0.1:0',
+        management_address: 'http://127.0.0.1:0',
+        metrics_address: 'http://127.0.0.1:0',
+        disable_token_authorization: 'true',
+        enable_access_log: 'false',
+      },
+    }),
+    logger: pino({ level: logLevel }),
+    models: [...models],
+  });
+  for (let i = 0; i < 600; i++) {
+    const ping = (await (await fetch(`${server.urls.inference}/ping`)).json()) as Record<
+      string,
+      { status: string }
+    >;
+    if (names.some((m) => ping[m]?.status === 'FAILED'))
+      throw new Error(`Kiln failed to load ${names.join(', ')}`);
+    if (names.every((m) => ping[m]?.status === 'Healthy')) break;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return server;
+}
