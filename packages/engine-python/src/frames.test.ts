@@ -31,12 +31,40 @@ describe('frames', () => {
     expect(decodeFrame(encoded.subarray(4))).toEqual(frame);
   });
 
-  it('writes tensor data as a view of the caller’s memory, aligned in the frame', () => {
-    const parts = encodeFrameParts(frame);
-    const data = parts.find((p) => p.buffer === frame.contents[0]!.bytes.buffer);
+  const large = {
+    ...frame,
+    contents: [
+      { name: 'raw', bytes: new TextEncoder().encode('odd') },
+      {
+        name: 'big',
+        dtype: 'float32' as const,
+        shape: [2, 2_500],
+        bytes: new Uint8Array(new Float32Array(5_000).fill(0.5).buffer),
+      },
+    ],
+  };
+
+  it('writes large tensor data as a view of the caller’s memory, aligned in the frame', () => {
+    const parts = encodeFrameParts(large);
+    const data = parts.find((p) => p.buffer === large.contents[1]!.bytes.buffer);
     expect(data).toBeDefined();
     const before = parts.slice(0, parts.indexOf(data!)).reduce((n, p) => n + p.length, 0);
     expect(before % TENSOR_ALIGNMENT).toBe(0);
+    expect(decodeFrame(encodeFrame(large).subarray(4))).toEqual(large);
+  });
+
+  it('sends a small frame as one buffer', () => {
+    expect(encodeFrameParts(frame)).toHaveLength(1);
+  });
+
+  it('carries 64-bit dimensions', () => {
+    const wide = {
+      ...frame,
+      contents: [
+        { name: 'w', dtype: 'int8' as const, shape: [0, 2 ** 40 + 3], bytes: new Uint8Array(0) },
+      ],
+    };
+    expect(decodeFrame(encodeFrame(wide).subarray(4))).toEqual(wide);
   });
 
   it('decodes aligned tensor data in place, without copying', () => {
@@ -65,6 +93,18 @@ describe('frames', () => {
     const reader = new FrameReader();
     const bodies = [...reader.push(two.subarray(0, 5)), ...reader.push(two.subarray(5))];
     expect(bodies.map((b) => decodeFrame(b).id)).toEqual([7, 8]);
+  });
+
+  it('reassembles frames from one-byte chunks and a large frame from many chunks', () => {
+    const stream = Buffer.concat([encodeFrame(frame), encodeFrame(large), encodeFrame(frame)]);
+    for (const size of [1, 7, 64 * 1024]) {
+      const reader = new FrameReader();
+      const bodies: Buffer[] = [];
+      for (let at = 0; at < stream.length; at += size) {
+        bodies.push(...reader.push(stream.subarray(at, at + size)));
+      }
+      expect(bodies.map((b) => decodeFrame(b))).toEqual([frame, large, frame]);
+    }
   });
 
   it('rejects a truncated frame with an engine error', () => {

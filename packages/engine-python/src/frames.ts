@@ -26,54 +26,101 @@ const NUMPY_NAMES: Partial<Record<DType, string>> = {};
 export const TENSOR_ALIGNMENT = 8;
 
 /**
+ * Contents up to this size are copied into the frame's header buffer, so a small frame leaves
+ * as one buffer (one write); larger ones are sent from the caller's memory.
+ */
+const INLINE_BYTES = 16 * 1024;
+
+/** The header of one content: name, dtype, shape and byte length, padding included. */
+interface ContentMeta {
+  readonly name: string;
+  readonly dtype: string;
+  readonly shape: readonly number[];
+  /** Zero bytes after the header that align tensor data. */
+  readonly pad: number;
+  readonly size: number;
+  readonly inline: boolean;
+}
+
+/**
  * Encodes one frame, length prefix included, as the list of buffers to write in order:
- * headers are small new buffers, tensor and byte contents are views of the caller's memory
- * (nothing large is copied; a writev sends them together). Tensor data is padded to start at a
- * multiple of TENSOR_ALIGNMENT bytes from the frame's start, so the reader can view it in place.
+ * headers (and small contents) share one new buffer; large contents are views of the caller's
+ * memory (nothing large is copied; a writev sends them together). Tensor data is padded to start
+ * at a multiple of TENSOR_ALIGNMENT bytes from the frame's start, so the reader can view it in
+ * place.
  */
 export function encodeFrameParts(frame: Frame): Buffer[] {
-  const props = Buffer.from(JSON.stringify(frame.properties));
-  const head = Buffer.alloc(4 + 9 + props.length + 2);
-  head.writeUInt32LE(frame.id, 4);
-  head.writeUInt8(frame.kind, 8);
-  head.writeUInt32LE(props.length, 9);
-  props.copy(head, 13);
-  head.writeUInt16LE(frame.contents.length, 13 + props.length);
-  const parts: Buffer[] = [head];
-  let position = head.length;
+  const props = JSON.stringify(frame.properties);
+  const propsLength = Buffer.byteLength(props);
+  const metas: ContentMeta[] = [];
+  // First pass: where every content starts, so all headers go into one allocation.
+  let position = 4 + 9 + propsLength + 2;
+  let ownBytes = position;
   for (const content of frame.contents) {
-    const name = Buffer.from(content.name);
-    const dtype = Buffer.from(content.dtype ? (NUMPY_NAMES[content.dtype] ?? content.dtype) : '');
+    const name = content.name;
+    const dtype = content.dtype ? (NUMPY_NAMES[content.dtype] ?? content.dtype) : '';
     const shape = content.dtype ? (content.shape ?? []) : [];
-    const fixed = 2 + name.length + 1 + dtype.length + 1 + 8 * shape.length + 8;
-    const pad = content.dtype ? padding(position + fixed) : 0;
-    const meta = Buffer.alloc(fixed + pad);
-    let offset = meta.writeUInt16LE(name.length, 0);
-    offset += name.copy(meta, offset);
-    offset = meta.writeUInt8(dtype.length, offset);
-    offset += dtype.copy(meta, offset);
-    offset = meta.writeUInt8(shape.length, offset);
-    for (const dim of shape) offset = meta.writeBigInt64LE(BigInt(dim), offset);
-    meta.writeBigUInt64LE(BigInt(content.bytes.byteLength), offset);
-    parts.push(meta);
-    if (content.bytes.byteLength > 0) {
-      parts.push(
-        Buffer.from(content.bytes.buffer, content.bytes.byteOffset, content.bytes.byteLength),
-      );
-    }
-    position += meta.length + content.bytes.byteLength;
+    const fixed = 2 + Buffer.byteLength(name) + 1 + dtype.length + 1 + 8 * shape.length + 8;
+    const pad = dtype ? padding(position + fixed) : 0;
+    const size = content.bytes.byteLength;
+    const inline = size <= INLINE_BYTES;
+    metas.push({ name, dtype, shape, pad, size, inline });
+    ownBytes += fixed + pad + (inline ? size : 0);
+    position += fixed + pad + size;
   }
-  head.writeUInt32LE(position - 4, 0);
+  const own = Buffer.allocUnsafe(ownBytes);
+  own.writeUInt32LE(position - 4, 0);
+  own.writeUInt32LE(frame.id, 4);
+  own.writeUInt8(frame.kind, 8);
+  own.writeUInt32LE(propsLength, 9);
+  let offset = 13 + own.write(props, 13);
+  offset = own.writeUInt16LE(frame.contents.length, offset);
+  const parts: Buffer[] = [];
+  let partStart = 0;
+  frame.contents.forEach((content, i) => {
+    const meta = metas[i]!;
+    offset = own.writeUInt16LE(Buffer.byteLength(meta.name), offset);
+    offset += own.write(meta.name, offset);
+    offset = own.writeUInt8(meta.dtype.length, offset);
+    offset += own.write(meta.dtype, offset, 'latin1');
+    offset = own.writeUInt8(meta.shape.length, offset);
+    for (const dim of meta.shape) offset = writeInt64(own, dim, offset);
+    offset = writeInt64(own, meta.size, offset);
+    own.fill(0, offset, offset + meta.pad);
+    offset += meta.pad;
+    const bytes = content.bytes;
+    if (meta.inline) {
+      own.set(bytes, offset);
+      offset += meta.size;
+    } else {
+      parts.push(own.subarray(partStart, offset));
+      parts.push(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+      partStart = offset;
+    }
+  });
+  if (partStart < own.length || parts.length === 0) parts.push(own.subarray(partStart));
   return parts;
 }
 
 /** Encodes one frame into one buffer, length prefix included. */
 export function encodeFrame(frame: Frame): Buffer {
-  return Buffer.concat(encodeFrameParts(frame));
+  const parts = encodeFrameParts(frame);
+  return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
 
 function padding(position: number): number {
   return (TENSOR_ALIGNMENT - (position % TENSOR_ALIGNMENT)) % TENSOR_ALIGNMENT;
+}
+
+// Shapes and sizes are i64/u64 on the wire; BigInt would cost more than the whole header.
+function writeInt64(buffer: Buffer, value: number, offset: number): number {
+  const high = Math.floor(value / 2 ** 32);
+  buffer.writeUInt32LE(value - high * 2 ** 32, offset);
+  return buffer.writeInt32LE(high, offset + 4);
+}
+
+function readInt64(buffer: Buffer, offset: number): number {
+  return buffer.readUInt32LE(offset) + buffer.readInt32LE(offset + 4) * 2 ** 32;
 }
 
 /**
@@ -105,8 +152,8 @@ export function decodeFrame(body: Buffer): Frame {
       const rank = body.readUInt8(offset);
       offset += 1;
       const shape: number[] = [];
-      for (let d = 0; d < rank; d++, offset += 8) shape.push(Number(body.readBigInt64LE(offset)));
-      const size = Number(body.readBigUInt64LE(offset));
+      for (let d = 0; d < rank; d++, offset += 8) shape.push(readInt64(body, offset));
+      const size = readInt64(body, offset);
       offset += 8;
       if (dtypeName) offset += padding(offset + 4);
       if (offset + size > body.length) throw new RangeError('content runs past the frame');
@@ -142,30 +189,64 @@ function toDType(name: string): DType {
   );
 }
 
-/** Splits a byte stream into frame bodies; a large frame is joined once, not per chunk. */
+/**
+ * Splits a byte stream into frame bodies. A frame that arrives whole within one chunk is a view
+ * of that chunk; a larger one is copied, chunk by chunk as it arrives, into one buffer of the
+ * length its prefix announces (no list of chunks, no join at the end).
+ */
 export class FrameReader {
-  private chunks: Buffer[] = [];
-  private buffered = 0;
-  private needed = 4;
+  /** The frame being filled (prefix included, so tensor alignment holds), and how far. */
+  private frame: Buffer | undefined;
+  private filled = 0;
+  /** A length prefix split across chunks. */
+  private readonly prefix = Buffer.alloc(4);
+  private prefixFilled = 0;
 
   push(chunk: Buffer): Buffer[] {
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
     const bodies: Buffer[] = [];
-    while (this.buffered >= this.needed) {
-      const data = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks);
-      const length = data.readUInt32LE(0);
-      if (data.length < 4 + length) {
-        this.chunks = [data];
-        this.needed = 4 + length;
-        break;
+    let offset = 0;
+    while (offset < chunk.length) {
+      if (this.frame) {
+        const count = Math.min(chunk.length - offset, this.frame.length - this.filled);
+        chunk.copy(this.frame, this.filled, offset, offset + count);
+        this.filled += count;
+        offset += count;
+        if (this.filled === this.frame.length) {
+          bodies.push(this.frame.subarray(4));
+          this.frame = undefined;
+        }
+      } else if (this.prefixFilled === 0 && chunk.length - offset >= 4) {
+        const end = offset + 4 + chunk.readUInt32LE(offset);
+        if (end <= chunk.length) {
+          bodies.push(chunk.subarray(offset + 4, end));
+          offset = end;
+        } else {
+          this.startFrame(chunk.readUInt32LE(offset));
+        }
+      } else {
+        const count = Math.min(chunk.length - offset, 4 - this.prefixFilled);
+        chunk.copy(this.prefix, this.prefixFilled, offset, offset + count);
+        this.prefixFilled += count;
+        offset += count;
+        if (this.prefixFilled === 4) {
+          this.prefixFilled = 0;
+          this.startFrame(this.prefix.readUInt32LE(0));
+          this.filled = 4;
+          if (this.frame!.length === 4) {
+            bodies.push(this.frame!.subarray(4));
+            this.frame = undefined;
+          }
+        }
       }
-      bodies.push(data.subarray(4, 4 + length));
-      const rest = data.subarray(4 + length);
-      this.chunks = rest.length ? [rest] : [];
-      this.buffered = rest.length;
-      this.needed = 4;
     }
     return bodies;
+  }
+
+  private startFrame(length: number): void {
+    // Not from the shared pool: the frame's tensors outlive this call, and a frame of its own
+    // starts at an aligned address.
+    this.frame = Buffer.allocUnsafeSlow(4 + length);
+    this.frame.writeUInt32LE(length, 0);
+    this.filled = 0;
   }
 }
