@@ -31,7 +31,9 @@ export interface PythonWorkerOptions {
 interface Pending {
   resolve(frame: Frame): void;
   reject(error: KilnError): void;
-  timer: NodeJS.Timeout;
+  /** performance.now() past which the call has timed out. */
+  deadline: number;
+  timeoutMs: number;
 }
 
 /**
@@ -40,7 +42,11 @@ interface Pending {
  */
 export class PythonWorker {
   private readonly child: ChildProcess;
+  private readonly requests: Writable;
   private readonly pending = new Map<number, Pending>();
+  /** One timer for every call's deadline, armed for the earliest: no timer per call. */
+  private watchdog: NodeJS.Timeout | undefined;
+  private watchdogAt = Infinity;
   private nextId = 1;
   private exitError: KilnError | undefined;
   readonly exited: Promise<void>;
@@ -66,11 +72,12 @@ export class PythonWorker {
         for (const line of lines) log(`[${options.modelName}] ${line}`);
       });
     }
+    this.requests = this.child.stdio[3] as Writable;
     const reader = new FrameReader();
     (this.child.stdio[4] as Readable).on('data', (chunk: Buffer) => {
       for (const body of reader.push(chunk)) this.settle(decodeFrame(body));
     });
-    (this.child.stdio[3] as Writable).on('error', () => {
+    this.requests.on('error', () => {
       // The exit handler fails every pending call.
     });
     this.exited = new Promise((resolve) => {
@@ -124,38 +131,31 @@ export class PythonWorker {
   ): Promise<Frame> {
     if (this.exitError) return Promise.reject(this.exitError);
     const id = this.nextId++;
-    return new Promise<Frame>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(
-          new KilnError(
-            KilnErrorCode.Timeout,
-            `${this.options.handler} of ${this.options.modelName} did not answer within ${timeoutMs} ms`,
-          ),
-        );
-        // A hung handler cannot be interrupted; the pool replaces the worker. Mark it dead
-        // now, not at its exit event, so the very next call starts a fresh process.
-        this.fail(
-          new KilnError(
-            KilnErrorCode.WorkerCrashed,
-            `Python worker of ${this.options.modelName} was killed after a timeout`,
-          ),
-        );
-        this.child.kill('SIGKILL');
-      }, timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
-      // Corked, the parts leave in one writev; tensor data is never joined into a new buffer.
-      const pipe = this.child.stdio[3] as Writable;
-      pipe.cork();
-      for (const part of encodeFrameParts({ id, kind: FrameKind.Call, properties, contents }))
-        pipe.write(part);
-      pipe.uncork();
+    let parts: Buffer[];
+    try {
+      parts = encodeFrameParts({ id, kind: FrameKind.Call, properties, contents });
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+    const deadline = performance.now() + timeoutMs;
+    const answered = new Promise<Frame>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, deadline, timeoutMs });
     });
+    if (deadline < this.watchdogAt) this.armWatchdog(deadline);
+    if (parts.length === 1) {
+      this.requests.write(parts[0]);
+    } else {
+      // Corked, the parts leave in one writev; tensor data is never joined into a new buffer.
+      this.requests.cork();
+      for (const part of parts) this.requests.write(part);
+      this.requests.uncork();
+    }
+    return answered;
   }
 
   async close(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
-      (this.child.stdio[3] as Writable).end();
+      this.requests.end();
       const timer = setTimeout(() => this.child.kill('SIGKILL'), 2000);
       await this.exited;
       clearTimeout(timer);
@@ -166,7 +166,6 @@ export class PythonWorker {
     const pending = this.pending.get(frame.id);
     if (!pending) return;
     this.pending.delete(frame.id);
-    clearTimeout(pending.timer);
     if (frame.kind === FrameKind.Error) {
       pending.reject(
         new KilnError(
@@ -181,10 +180,50 @@ export class PythonWorker {
 
   private fail(error: KilnError): void {
     this.exitError ??= error;
+    clearTimeout(this.watchdog);
+    this.watchdog = undefined;
+    this.watchdogAt = Infinity;
     for (const [id, pending] of this.pending) {
-      clearTimeout(pending.timer);
       pending.reject(error);
       this.pending.delete(id);
     }
+  }
+
+  private armWatchdog(deadline: number): void {
+    clearTimeout(this.watchdog);
+    this.watchdogAt = deadline;
+    this.watchdog = setTimeout(() => this.checkDeadlines(), deadline - performance.now());
+  }
+
+  /** Times out the first call past its deadline, else waits for the earliest one left. */
+  private checkDeadlines(): void {
+    this.watchdog = undefined;
+    this.watchdogAt = Infinity;
+    const now = performance.now();
+    let earliest = Infinity;
+    for (const [id, pending] of this.pending) {
+      if (pending.deadline <= now) return this.timeOut(id, pending);
+      earliest = Math.min(earliest, pending.deadline);
+    }
+    if (earliest < Infinity) this.armWatchdog(earliest);
+  }
+
+  private timeOut(id: number, pending: Pending): void {
+    this.pending.delete(id);
+    pending.reject(
+      new KilnError(
+        KilnErrorCode.Timeout,
+        `${this.options.handler} of ${this.options.modelName} did not answer within ${pending.timeoutMs} ms`,
+      ),
+    );
+    // A hung handler cannot be interrupted; the pool replaces the worker. Mark it dead now,
+    // not at its exit event, so the very next call starts a fresh process.
+    this.fail(
+      new KilnError(
+        KilnErrorCode.WorkerCrashed,
+        `Python worker of ${this.options.modelName} was killed after a timeout`,
+      ),
+    );
+    this.child.kill('SIGKILL');
   }
 }
