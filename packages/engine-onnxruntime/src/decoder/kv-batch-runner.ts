@@ -1,6 +1,7 @@
 import { KilnError, KilnErrorCode, NDList, Tensor } from '@kiln/core';
 import type { DecoderSignature } from './decoder-signature.js';
 import { KvCache } from './kv-cache.js';
+import { ResidentBatch } from './resident-batch.js';
 
 /** Runs one batch of named inputs through the decoder's session. */
 export type RunSession = (inputs: NDList) => Promise<NDList>;
@@ -16,10 +17,13 @@ export interface KvStepEntry {
  * one batch (left-padding shorter pasts, right-padding shorter inputs, masking both), runs
  * the session, and appends each sequence's new keys and values. Decode entries (one token)
  * and prefill chunks run as separate batches, so that a one-token decode is never padded to
- * a prompt chunk's length.
+ * a prompt chunk's length. The decode batch's caches stay in the tensors the session
+ * returned (a ResidentBatch) for as long as the next decode step has the same sequences, so
+ * most decode steps copy no cache at all; a change of company gathers again.
  */
 export class KvBatchRunner {
   private readonly caches = new Map<number, KvCache>();
+  private resident: ResidentBatch | undefined;
 
   constructor(
     private readonly run: RunSession,
@@ -27,9 +31,9 @@ export class KvBatchRunner {
     readonly maxSequenceLength: number,
   ) {}
 
-  /** Float32 values the caches hold, spare capacity included. */
+  /** Float32 values the caches hold, spare capacity and padding included. */
   get allocatedFloats(): number {
-    let floats = 0;
+    let floats = this.resident?.allocatedFloats ?? 0;
     for (const cache of this.caches.values()) floats += cache.allocatedFloats;
     return floats;
   }
@@ -44,10 +48,24 @@ export class KvBatchRunner {
     const decode: number[] = [];
     const prefill: number[] = [];
     entries.forEach((e, i) => (e.tokens.length === 1 ? decode : prefill).push(i));
-    for (const group of [decode, prefill]) {
-      if (group.length === 0) continue;
-      const out = await this.runBatch(group.map((i) => entries[i]!));
-      group.forEach((i, j) => (logits[i] = out[j]!));
+    for (const { tokens, id } of entries) {
+      if (tokens.length === 0)
+        throw new KilnError(KilnErrorCode.InvalidInput, 'a step entry has no tokens');
+      if (this.lengthOf(id) + tokens.length > this.maxSequenceLength)
+        throw new KilnError(
+          KilnErrorCode.InvalidInput,
+          `a sequence would exceed the model's ${this.maxSequenceLength} positions`,
+        );
+    }
+    // A prefill chunk appends to its sequence's own cache, so it must hold every position.
+    if (prefill.some((i) => this.resident?.has(entries[i]!.id))) this.dissolveResident();
+    if (decode.length > 0) {
+      const out = await this.runDecode(decode.map((i) => entries[i]!));
+      decode.forEach((i, j) => (logits[i] = out[j]!));
+    }
+    if (prefill.length > 0) {
+      const out = await this.runPrefill(prefill.map((i) => entries[i]!));
+      prefill.forEach((i, j) => (logits[i] = out[j]!));
     }
     return logits;
   }
@@ -62,27 +80,117 @@ export class KvBatchRunner {
     return cache;
   }
 
-  private async runBatch(entries: readonly KvStepEntry[]): Promise<Float32Array[]> {
-    const { layers, heads, headSize, vocabSize } = this.signature;
+  private lengthOf(id: number): number {
+    return this.resident?.lengthOf(id) ?? this.cache(id).length;
+  }
+
+  /** Moves the resident batch's live sequences back into caches of their own. */
+  private dissolveResident(keep: ReadonlySet<number> = new Set()): void {
+    const resident = this.resident;
+    if (!resident) return;
+    for (const id of resident.ids) {
+      const cache = this.caches.get(id);
+      if (cache && !keep.has(id)) resident.moveInto(id, cache);
+    }
+    this.resident = undefined;
+  }
+
+  /** One token per sequence. The same company as the last decode step runs on its tensors. */
+  private async runDecode(entries: readonly KvStepEntry[]): Promise<Float32Array[]> {
+    const ids = entries.map((e) => e.id);
+    const resident = this.resident;
+    if (resident?.matches(ids)) {
+      const output = await this.runSession(
+        entries,
+        resident.lengths,
+        resident.past,
+        resident.tensors,
+      );
+      resident.advance(this.presents(output));
+      return this.logitsOf(output, entries, 1);
+    }
+    const lengths = ids.map((id) => this.lengthOf(id));
+    const past = Math.max(...lengths);
+    const pasts = this.gather(ids, past);
+    // Those who left the batch take their positions along; those who stay are in `pasts`.
+    this.dissolveResident(new Set(ids));
+    const output = await this.runSession(entries, lengths, past, pasts);
+    const { heads, headSize } = this.signature;
+    this.resident = new ResidentBatch(
+      ids,
+      lengths.map((n) => n + 1),
+      past + 1,
+      this.presents(output),
+      heads,
+      headSize,
+    );
+    for (const id of ids) this.cache(id).clear();
+    return this.logitsOf(output, entries, 1);
+  }
+
+  /** Prompt chunks: gathered from and appended to each sequence's own cache. */
+  private async runPrefill(entries: readonly KvStepEntry[]): Promise<Float32Array[]> {
     const states = entries.map((e) => this.cache(e.id));
-    entries.forEach(({ tokens }, row) => {
-      if (tokens.length === 0)
-        throw new KilnError(KilnErrorCode.InvalidInput, 'a step entry has no tokens');
-      if (states[row]!.length + tokens.length > this.maxSequenceLength)
-        throw new KilnError(
-          KilnErrorCode.InvalidInput,
-          `a sequence would exceed the model's ${this.maxSequenceLength} positions`,
-        );
+    const lengths = states.map((s) => s.length);
+    const past = Math.max(...lengths);
+    const fresh = Math.max(...entries.map((e) => e.tokens.length));
+    const output = await this.runSession(
+      entries,
+      lengths,
+      past,
+      this.gather(
+        entries.map((e) => e.id),
+        past,
+      ),
+    );
+    const presents = this.presents(output);
+    entries.forEach(({ tokens }, row) => states[row]!.reserve(tokens.length));
+    presents.forEach((present, index) =>
+      entries.forEach(({ tokens }, row) =>
+        states[row]!.appendFrom(
+          index >> 1,
+          index & 1 ? 'value' : 'key',
+          present,
+          row,
+          past + fresh,
+          past,
+          tokens.length,
+        ),
+      ),
+    );
+    entries.forEach(({ tokens }, row) => states[row]!.commit(tokens.length));
+    return this.logitsOf(output, entries, fresh);
+  }
+
+  /** Pasts [batch, heads, past, head] per layer (key, then value), each row right-aligned. */
+  private gather(ids: readonly number[], past: number): Float32Array[] {
+    const { layers, heads, headSize } = this.signature;
+    const resident = this.resident;
+    return Array.from({ length: layers * 2 }, (_, index) => {
+      const data = new Float32Array(ids.length * heads * past * headSize);
+      ids.forEach((id, row) => {
+        if (resident?.has(id)) resident.gatherInto(id, index, data, row, past);
+        else this.cache(id).gatherInto(index >> 1, index & 1 ? 'value' : 'key', data, row, past);
+      });
+      return data;
     });
+  }
+
+  private runSession(
+    entries: readonly KvStepEntry[],
+    lengths: readonly number[],
+    past: number,
+    pasts: readonly Float32Array[],
+  ): Promise<NDList> {
+    const { layers, heads, headSize } = this.signature;
     const batch = entries.length;
-    const past = Math.max(...states.map((s) => s.length));
     const fresh = Math.max(...entries.map((e) => e.tokens.length));
     const total = past + fresh;
     const ids = new BigInt64Array(batch * fresh);
     const positions = new BigInt64Array(batch * fresh);
     const mask = new BigInt64Array(batch * total);
     entries.forEach(({ tokens }, row) => {
-      const seen = states[row]!.length;
+      const seen = lengths[row]!;
       for (let t = 0; t < tokens.length; t++) {
         ids[row * fresh + t] = BigInt(tokens[t]!);
         positions[row * fresh + t] = BigInt(seen + t);
@@ -95,32 +203,34 @@ export class KvBatchRunner {
       new Tensor('int64', positions, [batch, fresh], 'position_ids'),
     ];
     for (let layer = 0; layer < layers; layer++) {
-      for (const kind of ['key', 'value'] as const) {
-        const data = new Float32Array(batch * heads * past * headSize);
-        states.forEach((state, row) => state.gatherInto(layer, kind, data, row, past));
+      for (const [k, kind] of (['key', 'value'] as const).entries()) {
         tensors.push(
           new Tensor(
             'float32',
-            data,
+            pasts[layer * 2 + k]!,
             [batch, heads, past, headSize],
             `past_key_values.${layer}.${kind}`,
           ),
         );
       }
     }
-    const output = await this.run(new NDList(tensors));
+    return this.run(new NDList(tensors));
+  }
+
+  /** present.{layer}.key|value, in the order of the pasts. */
+  private presents(output: NDList): Float32Array[] {
+    return Array.from(
+      { length: this.signature.layers * 2 },
+      (_, index) =>
+        output.get(`present.${index >> 1}.${index & 1 ? 'value' : 'key'}`).data as Float32Array,
+    );
+  }
+
+  /** Each entry's logits at its last fed position (rows hold `fresh` positions). */
+  private logitsOf(output: NDList, entries: readonly KvStepEntry[], fresh: number): Float32Array[] {
+    const { vocabSize } = this.signature;
     const logits = output.get('logits').data as Float32Array;
-    entries.forEach(({ tokens }, row) => states[row]!.reserve(tokens.length));
-    for (let layer = 0; layer < layers; layer++) {
-      for (const kind of ['key', 'value'] as const) {
-        const present = output.get(`present.${layer}.${kind}`).data as Float32Array;
-        entries.forEach(({ tokens }, row) =>
-          states[row]!.appendFrom(layer, kind, present, row, total, past, tokens.length),
-        );
-      }
-    }
     return entries.map(({ tokens }, row) => {
-      states[row]!.commit(tokens.length);
       const at = (row * fresh + tokens.length - 1) * vocabSize;
       return logits.slice(at, at + vocabSize);
     });

@@ -67,6 +67,14 @@ export class KvCache {
     }
   }
 
+  /** Frees the positions, e.g. when a resident batch holds them instead. */
+  clear(): void {
+    this.length = 0;
+    this.capacity = 0;
+    this.keys = this.keys.map(() => new Float32Array(0));
+    this.values = this.values.map(() => new Float32Array(0));
+  }
+
   /** Marks `count` appended positions (on every layer) as filled. */
   commit(count: number): void {
     this.length += count;

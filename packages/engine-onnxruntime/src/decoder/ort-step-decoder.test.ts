@@ -85,11 +85,43 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     expect(decoder.cachedTokens).toBe(3 + 15 + 42 + 40);
     for (const state of [...states, late]) decoder.release(state);
     expect(decoder.cachedTokens).toBe(0);
-    // The worker dropped the released caches: one short sequence is all it holds now.
+    // The worker dropped the released caches: one position of one sequence is all it holds now.
     const probe = decoder.open();
     await decoder.step([{ state: probe, tokens: [1] }]);
-    expect(decoder.cacheBytesAllocated).toBe(16 * decoder.cacheBytesPerToken);
+    expect(decoder.cacheBytesAllocated).toBe(decoder.cacheBytesPerToken);
     decoder.release(probe);
+  });
+
+  it('keeps each sequence exact while the decode batch changes company', async () => {
+    // Same company for several steps (the batch's own tensors), then one leaves, one joins
+    // and one prefills beside the decodes.
+    const prompts = [tokens(3, 1), tokens(17, 2), tokens(9, 4), tokens(30, 6)];
+    const feeds = (i: number, n: number) => [prompts[i]!, ...tokens(n, i + 10).map((t) => [t])];
+    const alone = await Promise.all([0, 1, 2, 3].map(async (i) => feedAlone(feeds(i, 12))));
+    const states = prompts.map(() => decoder.open());
+    const got: Float32Array[][] = [[], [], [], []];
+    const fed = [0, 0, 0, 0];
+    const step = async (members: number[]) => {
+      const out = await decoder.step(
+        members.map((i) => ({ state: states[i]!, tokens: feeds(i, 12)[fed[i]!]! })),
+      );
+      members.forEach((i, j) => {
+        got[i]!.push(out[j]!);
+        fed[i]!++;
+      });
+    };
+    await step([0, 1, 2]);
+    for (let s = 0; s < 4; s++) await step([0, 1, 2]);
+    decoder.release(states[1]!);
+    await step([0, 2, 3]); // one left, one prefills
+    for (let s = 0; s < 3; s++) await step([0, 2, 3]);
+    await step([2, 3]); // 0 sits out a step, then comes back
+    await step([0, 2, 3]);
+    for (const i of [0, 2, 3]) {
+      got[i]!.forEach((logits, s) => expect(maxDiff(logits, alone[i]![s]!)).toBeLessThan(1e-4));
+    }
+    got[1]!.forEach((logits, s) => expect(maxDiff(logits, alone[1]![s]!)).toBeLessThan(1e-4));
+    for (const i of [0, 2, 3]) decoder.release(states[i]!);
   });
 
   it('refuses a step past the model positions without touching the cache', async () => {
