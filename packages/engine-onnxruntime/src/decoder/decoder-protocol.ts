@@ -24,7 +24,10 @@ export type DecoderReply =
       /** Entry after entry, vocab values each. */
       readonly logits: Float32Array;
       readonly allocatedFloats: number;
+      /** The whole step on the worker. */
       readonly runMs: number;
+      /** ONNX Runtime's runs within it. */
+      readonly sessionMs: number;
     }
   | { readonly type: 'closed'; readonly id: number }
   | { readonly type: 'failed'; readonly id: number; readonly error: SerializedKilnError };

@@ -66,8 +66,10 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
   private failure: KilnError | undefined;
   private closed = false;
   private allocatedFloats = 0;
-  /** ONNX Runtime time of the last step, on the worker. */
+  /** Time the last step took on the decoder's thread: ONNX Runtime and the caches' copying. */
   lastStepMs = 0;
+  /** ONNX Runtime's share of `lastStepMs`. */
+  lastSessionMs = 0;
 
   private constructor(
     private readonly worker: Worker,
@@ -160,6 +162,7 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
     if (reply.type !== 'logits') throw new KilnError(KilnErrorCode.Internal, 'unexpected reply');
     this.allocatedFloats = reply.allocatedFloats;
     this.lastStepMs = reply.runMs;
+    this.lastSessionMs = reply.sessionMs;
     const vocab = this.vocabSize;
     return entries.map(({ state, tokens }, i) => {
       state.length += tokens.length;
