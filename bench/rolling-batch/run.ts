@@ -1,13 +1,12 @@
 // Rolling (iteration-level) batching against request-level batching and one request at a
 // time, on the same decoder, requests and arrival times. See bench/README.md.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { RollingScheduler } from '@kiln/batching';
 import { OrtStepDecoder } from '@kiln/engine-onnxruntime';
 import { startInferenceThread } from '@kiln/worker-pool';
-import { gptDecoderModel } from '@kiln/model-tools';
 import {
   type Goal,
   formatSpread,
@@ -18,6 +17,7 @@ import {
   spreadOf,
 } from '../harness/figures.js';
 import { orderOf } from '../harness/rounds.js';
+import { type BenchModel, randomModel, trainedModel } from './bench-model.js';
 import { RequestLevelBatcher } from './request-level.js';
 import { type Generator, type RunFigures, makeWorkload, runWorkload } from './workload.js';
 
@@ -27,6 +27,12 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'gap-ms': { type: 'string', default: '15' },
     'prompt-max': { type: 'string', default: '64' },
+    /** A KV-cache decoder folder; default: the tiny GPT trained on the KJV. */
+    model: { type: 'string' },
+    /** A random-weight decoder of the size below instead. */
+    random: { type: 'boolean', default: false },
+    /** ONNX Runtime intra-op threads; see bench/README.md for why one is the default. */
+    threads: { type: 'string', default: '1' },
     layers: { type: 'string', default: '2' },
     hidden: { type: 'string', default: '1024' },
     attention: { type: 'string', default: '64' },
@@ -35,32 +41,30 @@ const { values } = parseArgs({
 });
 const requests = Number(values.requests);
 const rounds = Number(values.rounds);
-const hidden = Number(values.hidden);
-const layers = Number(values.layers);
-const attentionDim = Number(values.attention);
-const heads = Number(values.heads);
 
 const root = await mkdtemp(join(tmpdir(), 'kiln-bench-rolling-'));
-const model = await gptDecoderModel(join(root, 'gpt'), {
-  layers,
-  hidden,
-  heads,
-  attentionDim,
-  maxLen: 512,
-});
+const model: BenchModel = values.random
+  ? await randomModel(root, {
+      layers: Number(values.layers),
+      hidden: Number(values.hidden),
+      heads: Number(values.heads),
+      attentionDim: Number(values.attention),
+    })
+  : await trainedModel(values.model, (line) => console.log(`  ${line}`));
 const decoder = await OrtStepDecoder.load(model.dir, {
   startThread: startInferenceThread,
-  session: { intraOpNumThreads: availableParallelism() },
+  session: { intraOpNumThreads: Number(values.threads) },
 });
 const workload = makeWorkload({
   requests,
-  vocab: model.vocabSize,
+  vocab: decoder.vocabSize,
   promptMin: 8,
   promptMax: Number(values['prompt-max']),
   outputMin: 8,
   outputMax: 256,
   meanGapMs: Number(values['gap-ms']),
   seed: 7,
+  ...(model.prompt ? { prompt: model.prompt } : {}),
 });
 
 const REQUEST_LEVEL = 'request-level (batch 8)';
@@ -76,11 +80,12 @@ const contenders: Record<string, () => Generator> = {
 const names = Object.keys(contenders);
 
 console.log(machineLine());
+const { layers, heads, headSize } = decoder.signature;
 console.log(
-  `decoder: ${layers} layers, hidden ${hidden}, ${heads} heads of ${attentionDim / heads}, vocab ${model.vocabSize}, random weights; onnxruntime-node CPU, intra-op ${availableParallelism()}`,
+  `decoder: ${model.description}; ${layers} layers, ${heads} heads of ${headSize}, vocab ${decoder.vocabSize}; onnxruntime-node CPU, intra-op threads ${values.threads}`,
 );
 console.log(
-  `workload: ${requests} requests, Poisson arrivals (mean gap ${values['gap-ms']} ms), prompts 8–${values['prompt-max']}, outputs 8–256 (${workload.requests.reduce((n, r) => n + r.maxNewTokens, 0)} tokens), greedy, no end-of-sequence`,
+  `workload: ${requests} requests, Poisson arrivals (mean gap ${values['gap-ms']} ms), prompts 8–${values['prompt-max']} tokens (${model.prompt ? 'from the Psalms' : 'random'}), outputs 8–256 (${workload.requests.reduce((n, r) => n + r.maxNewTokens, 0)} tokens), greedy, no end-of-sequence`,
 );
 
 // Warm-up: a few requests through each contender.
@@ -136,6 +141,12 @@ const same = names.every((n) =>
   figures[n]!.every((f) => f.outputs.every((o, i) => o.join() === reference[i]!.join())),
 );
 console.log(`every contender generated the same tokens for every request: ${same}`);
+if (model.decode) {
+  const first = workload.requests[0]!;
+  console.log(
+    `request 1: ${JSON.stringify(model.decode(first.promptTokens))} → ${JSON.stringify(model.decode(reference[0]!.slice(0, 40)))}…`,
+  );
+}
 console.log(machineLine());
 
 await decoder.close();

@@ -22,18 +22,29 @@ export interface WorkloadSettings {
   /** Mean gap between arrivals (a Poisson process). */
   readonly meanGapMs: number;
   readonly seed: number;
+  /** Draws a prompt of `length` tokens (e.g. from a model's training text); random tokens otherwise. */
+  readonly prompt?: (pick: (bound: number) => number, length: number) => number[];
 }
 
 export function makeWorkload(s: WorkloadSettings): BenchWorkload {
   const random = new SeededSource(s.seed);
-  const requests = randomWorkload(random, {
-    count: s.requests,
-    vocab: s.vocab,
-    minPrompt: s.promptMin,
-    maxPrompt: s.promptMax,
-    minOutput: s.outputMin,
-    maxOutput: s.outputMax,
-  });
+  const { prompt } = s;
+  const requests: GenerationRequest[] = prompt
+    ? Array.from({ length: s.requests }, () => ({
+        promptTokens: prompt(
+          (bound) => random.int(bound),
+          random.between(s.promptMin, s.promptMax),
+        ),
+        maxNewTokens: random.between(s.outputMin, s.outputMax),
+      }))
+    : randomWorkload(random, {
+        count: s.requests,
+        vocab: s.vocab,
+        minPrompt: s.promptMin,
+        maxPrompt: s.promptMax,
+        minOutput: s.outputMin,
+        maxOutput: s.outputMax,
+      });
   let at = 0;
   const arrivalsMs = requests.map((_, i) =>
     i === 0 ? 0 : (at += random.exponential(s.meanGapMs)),
