@@ -1,0 +1,108 @@
+// Where one decode step's time goes, by batch size and by how far the pasts spread: ONNX
+// Runtime's run, Kiln's work on the decoder thread around it (inputs, KV caches), and the
+// rest of the round trip (messages between threads). See bench/README.md.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { type DecoderSequence, OrtStepDecoder } from '@kiln/engine-onnxruntime';
+import { startInferenceThread } from '@kiln/worker-pool';
+import { loadAverage, machineLine, median } from '../harness/figures.js';
+import { type BenchModel, randomModel, trainedModel } from './bench-model.js';
+
+const { values } = parseArgs({
+  options: {
+    model: { type: 'string' },
+    random: { type: 'boolean', default: false },
+    /** ONNX Runtime intra-op threads; see bench/README.md for why one is the default. */
+    threads: { type: 'string', default: '1' },
+    layers: { type: 'string', default: '2' },
+    hidden: { type: 'string', default: '1024' },
+    attention: { type: 'string', default: '64' },
+    heads: { type: 'string', default: '2' },
+    steps: { type: 'string', default: '30' },
+    rounds: { type: 'string', default: '3' },
+  },
+});
+const root = await mkdtemp(join(tmpdir(), 'kiln-bench-step-'));
+const model: BenchModel = values.random
+  ? await randomModel(root, {
+      layers: Number(values.layers),
+      hidden: Number(values.hidden),
+      heads: Number(values.heads),
+      attentionDim: Number(values.attention),
+    })
+  : await trainedModel(values.model, (line) => console.log(`  ${line}`));
+const decoder = await OrtStepDecoder.load(model.dir, {
+  startThread: startInferenceThread,
+  session: { intraOpNumThreads: Number(values.threads) },
+});
+
+interface Case {
+  readonly label: string;
+  readonly batch: number;
+  readonly past: (row: number) => number;
+  /** Reverse the rows every step, so that no step finds last step's batch. */
+  readonly reshuffle?: boolean;
+}
+const cases: Case[] = [
+  { label: 'b1, past 150', batch: 1, past: () => 150 },
+  { label: 'b8, past 150', batch: 8, past: () => 150 },
+  { label: 'b16, past 150', batch: 16, past: () => 150 },
+  { label: 'b8, pasts 10–290', batch: 8, past: (r) => 10 + r * 40 },
+  { label: 'b16, pasts 10–290', batch: 16, past: (r) => 10 + Math.round(r * 18.7) },
+  { label: 'b16, past 150, new company every step', batch: 16, past: () => 150, reshuffle: true },
+];
+
+async function measure(c: Case) {
+  const states: DecoderSequence[] = [];
+  for (let row = 0; row < c.batch; row++) {
+    const state = decoder.open();
+    const prompt = Array.from({ length: c.past(row) }, (_, t) => (t * 7 + row) % 97);
+    await decoder.step([{ state, tokens: prompt }]);
+    states.push(state);
+  }
+  const step: number[] = [];
+  const worker: number[] = [];
+  const session: number[] = [];
+  for (let s = 0; s < Number(values.steps); s++) {
+    if (c.reshuffle) states.reverse();
+    const start = performance.now();
+    await decoder.step(states.map((state) => ({ state, tokens: [5] })));
+    step.push(performance.now() - start);
+    worker.push(decoder.lastStepMs);
+    session.push(decoder.lastSessionMs);
+  }
+  for (const state of states) decoder.release(state);
+  return { step: median(step), worker: median(worker), session: median(session) };
+}
+
+console.log(machineLine());
+console.log(`decoder: ${model.description}; intra-op threads ${values.threads}`);
+const results = new Map<string, { step: number[]; ort: number[]; cache: number[]; trip: number[] }>(
+  cases.map((c) => [c.label, { step: [], ort: [], cache: [], trip: [] }]),
+);
+for (let round = 0; round < Number(values.rounds); round++) {
+  for (const c of round % 2 ? [...cases].reverse() : cases) {
+    const m = await measure(c);
+    const r = results.get(c.label)!;
+    r.step.push(m.step);
+    r.ort.push(m.session);
+    r.cache.push(m.worker - m.session);
+    r.trip.push(m.step - m.worker);
+  }
+}
+console.log(`median over ${values.rounds} rounds of ${values.steps} decode steps each (ms)`);
+console.log(
+  `${'case'.padEnd(40)} ${'step'.padStart(7)} ${'ORT run'.padStart(8)} ${'inputs+KV'.padStart(10)} ${'messages'.padStart(9)} ${'per token'.padStart(10)}`,
+);
+for (const c of cases) {
+  const r = results.get(c.label)!;
+  const f = (xs: number[]) => median(xs).toFixed(2);
+  console.log(
+    `${c.label.padEnd(40)} ${f(r.step).padStart(7)} ${f(r.ort).padStart(8)} ${f(r.cache).padStart(10)} ${f(r.trip).padStart(9)} ${(median(r.step) / c.batch).toFixed(3).padStart(10)}`,
+  );
+}
+console.log(`load ${loadAverage()}`);
+await decoder.close();
+await rm(root, { recursive: true, force: true });
