@@ -37,6 +37,15 @@ def _numpy():
     return _np
 
 
+def preload_numpy():
+    """Imports numpy ahead of the first tensor, if it is installed, so that the import counts
+    against the loading timeout rather than the first call's predict_timeout."""
+    try:
+        _numpy()
+    except ImportError:
+        pass
+
+
 def _shape_struct(rank):
     shape = _RANK_SHAPES.get(rank)
     if shape is None:

@@ -8,7 +8,7 @@ import time
 import traceback
 
 from .channel import FrameChannel
-from .frames import ERROR, RESULT, decode, encode
+from .frames import ERROR, RESULT, decode, encode, preload_numpy
 from .inputs import Input, Output, batch_key
 
 
@@ -67,6 +67,7 @@ def main():
         try:
             if handler is None:
                 handler = load_handler(model_dir, entry_point, handler_name)
+                preload_numpy()
             props, out = handle_call(handler, properties, contents)
             props["kiln_handler_us"] = int((clock() - started) * 1e6)
             parts = encode(request_id, RESULT, props, out)
