@@ -169,6 +169,7 @@ describe('thousands of concurrent jobs', () => {
         batchSize: 8,
         maxBatchDelayMs: 2,
         jobQueueSize: 300,
+        placement: 'thread',
       },
     });
     const all = plans(1200, 7, 3);

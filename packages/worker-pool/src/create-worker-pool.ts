@@ -12,10 +12,15 @@ import {
   parseDevice,
 } from '@kiln/core';
 import { InlineBackend } from './inline-backend.js';
-import { planRecipe, type PlannedRecipe } from './recipe-plan.js';
-import { type WorkerPoolSettingsInput, resolveWorkerPoolSettings } from './settings.js';
+import type { PlacementReport } from './pool-description.js';
+import { loadRecipeHere, planRecipe, type PlannedRecipe } from './recipe-plan.js';
+import {
+  type WorkerPoolSettings,
+  type WorkerPoolSettingsInput,
+  resolveWorkerPoolSettings,
+} from './settings.js';
 import { ThreadBackend } from './thread-backend.js';
-import { coresForSlot, planThreads } from './thread-budget.js';
+import { THREAD_OPTION_KEYS, coresForSlot, planThreads } from './thread-budget.js';
 import type { ModelRecipe } from './worker-protocol.js';
 import { type BackendFactory, WorkerPool } from './worker-pool.js';
 
@@ -66,13 +71,97 @@ export async function createWorkerPool<I, O>(
   if (planned.kind === 'shared') {
     const { model, translator } = planned;
     // The pool disposes the model when it shuts down, as it does when it cannot start.
-    const pool = sharedPool({ ...options, model: { shared: model, translator } }, () =>
-      model.dispose(),
+    const pool = sharedPool(
+      { ...options, model: { shared: model, translator } },
+      { release: () => model.dispose() },
     );
     await pool.start();
     return pool;
   }
-  const pool = threadPool(options, planned);
+  return placeBlockingModel(options, planned);
+}
+
+/**
+ * A blocking engine's model runs on threads, or inline on this thread when asked to
+ * (`placement: 'inline'`) or when the first thread worker's probe finds a full batch faster
+ * than `inlineForwardLimitUs` (`auto`): a thread hop would cost more than the model.
+ */
+async function placeBlockingModel(
+  options: WorkerPoolOptions<ModelRecipe, ServingInput>,
+  planned: Extract<PlannedRecipe, { kind: 'threads' }>,
+): Promise<WorkerPool<ServingInput, ServingOutput>> {
+  const settings = resolveWorkerPoolSettings(options.settings);
+  const blocker = inlineBlocker(options, planned);
+  if (settings.placement === 'inline') {
+    if (blocker) throw new KilnError(KilnErrorCode.InvalidConfig, `placement=inline: ${blocker}`);
+    return startInlinePool(options, planned, settings, { reason: 'placement=inline' });
+  }
+  const probing = settings.placement === 'auto' && blocker === undefined;
+  const pool = threadPool(options, planned, settings, probing);
+  await pool.start();
+  if (!probing) return pool;
+  const probe = pool.forwardProbe();
+  const limit = settings.inlineForwardLimitUs;
+  if (probe === undefined) return pool;
+  if (!('medianUs' in probe)) {
+    pool.notePlacement({ kind: 'thread', reason: `not timed: ${probe.skipped}`, probe });
+    return pool;
+  }
+  const timed = `a batch of ${probe.batch} took ${probe.medianUs} µs on a thread (inline limit ${limit} µs)`;
+  if (probe.medianUs > limit) {
+    pool.notePlacement({ kind: 'thread', reason: timed, probe });
+    return pool;
+  }
+  try {
+    const inline = await startInlinePool(options, planned, settings, { reason: timed, probe });
+    await pool.shutdown();
+    return inline;
+  } catch (error) {
+    const why = error instanceof Error ? error.message : String(error);
+    pool.notePlacement({ kind: 'thread', reason: `${timed}, but it failed inline: ${why}`, probe });
+    return pool;
+  }
+}
+
+/** Why a blocking model cannot run on this thread, if it cannot. */
+function inlineBlocker(
+  options: WorkerPoolOptions<ModelRecipe, ServingInput>,
+  planned: Extract<PlannedRecipe, { kind: 'threads' }>,
+): string | undefined {
+  if (planned.sharedHost !== undefined)
+    return `${planned.sharedHost} loads in one thread per process, its host thread`;
+  if ((options.devices ?? [CPU]).some((d) => toDevice(d).type !== 'cpu'))
+    return 'only models on the cpu run inline';
+  return undefined;
+}
+
+/** One worker on this thread over the model loaded here. */
+async function startInlinePool(
+  options: WorkerPoolOptions<ModelRecipe, ServingInput>,
+  planned: Extract<PlannedRecipe, { kind: 'threads' }>,
+  settings: WorkerPoolSettings,
+  placement: Omit<PlacementReport, 'kind'>,
+): Promise<WorkerPool<ServingInput, ServingOutput>> {
+  const engineOptions = planned.recipe.load.request.options;
+  const userThreads = THREAD_OPTION_KEYS.some((key) => engineOptions[key] !== undefined);
+  // A model small enough to run inline gains nothing from intra-op threads but their wake-ups.
+  const threads = settings.threads ?? (userThreads ? undefined : 1);
+  const { model, translator } = await loadRecipeHere(planned.recipe, threads);
+  const pool = sharedPool(
+    {
+      ...options,
+      model: { shared: model, translator },
+      settings: {
+        ...settings,
+        threads,
+        // Workers on one thread run one at a time: a second would only hold a second copy.
+        minWorkers: Math.min(settings.minWorkers, 1),
+        maxWorkers: 1,
+        perDevice: {},
+      },
+    },
+    { release: () => model.dispose(), placement: { kind: 'inline', ...placement } },
+  );
   await pool.start();
   return pool;
 }
@@ -86,7 +175,7 @@ function isShared<I, O>(
 /** Inline workers over one model loaded on the main thread. */
 function sharedPool<I, O>(
   options: WorkerPoolOptions<SharedModel<I, O>, I>,
-  release?: () => Promise<void>,
+  extra: { release?: () => Promise<void>; placement?: PlacementReport } = {},
 ): WorkerPool<I, O> {
   const { shared, translator } = options.model;
   const device = shared.device;
@@ -103,7 +192,11 @@ function sharedPool<I, O>(
     backends: { create: ({ threads }) => new InlineBackend(shared, translator, threads) },
     clock: options.clock,
     bucketOf: options.bucketOf,
-    release,
+    release: extra.release,
+    placement: extra.placement ?? {
+      kind: 'inline',
+      reason: 'the engine runs off the JavaScript thread itself',
+    },
   });
 }
 
@@ -111,11 +204,22 @@ function sharedPool<I, O>(
 function threadPool(
   options: WorkerPoolOptions<ModelRecipe, ServingInput>,
   planned: Extract<PlannedRecipe, { kind: 'threads' }>,
+  settings: WorkerPoolSettings,
+  probing: boolean,
 ): WorkerPool<ServingInput, ServingOutput> {
   const { recipe, sharedHost } = planned;
-  const settings = resolveWorkerPoolSettings(options.settings);
+  let probeAsked = !probing;
   const backends: BackendFactory<ServingInput, ServingOutput> = {
     create: ({ device, slot, label, threads }) => {
+      // Only the pool's first worker times the model (placement auto).
+      const probe = probeAsked
+        ? undefined
+        : {
+            batchSize: settings.batchSize,
+            autoBatchSize: settings.autoBatchSize,
+            limitUs: settings.inlineForwardLimitUs,
+          };
+      probeAsked = true;
       // Pinned cores follow the budget even where the user chose the engine's threads.
       const width = planThreads({ ...threads, userOmpThreads: undefined }).intraOpThreads ?? 1;
       return new ThreadBackend({
@@ -128,6 +232,7 @@ function threadPool(
               ? coresForSlot(slot, width, threads.cores)
               : undefined,
           nice: settings.workerNice,
+          ...(probe ? { probe } : {}),
         },
         label,
         transferInputs: settings.transferInputs,
@@ -142,6 +247,13 @@ function threadPool(
     backends,
     clock: options.clock,
     bucketOf: options.bucketOf,
+    placement: {
+      kind: 'thread',
+      reason:
+        settings.placement === 'thread'
+          ? 'placement=thread'
+          : (inlineBlocker(options, planned) ?? 'placement=auto: not timed yet'),
+    },
   });
 }
 

@@ -21,6 +21,7 @@ import {
   servingOutputToMessage,
 } from '@kiln/core';
 import { pinCurrentThread, type PinResult } from './cpu-pinning.js';
+import { probeForward } from './forward-probe.js';
 import { engineCatalogFor, recipeTranslator } from './recipe-plan.js';
 import { planThreads } from './thread-budget.js';
 import { lowerThreadPriority, type PriorityResult } from './thread-priority.js';
@@ -77,6 +78,9 @@ async function start(id: number, init: WorkerInit): Promise<void> {
       ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
       onTimings: (t) => (hosted.timings = t),
     });
+    const forwardProbe = init.probe
+      ? await probeForward(model, hosted.predictor, init.probe)
+      : undefined;
     workers.set(id, hosted as HostedWorker);
     post({
       type: 'ready',
@@ -90,6 +94,7 @@ async function start(id: number, init: WorkerInit): Promise<void> {
         engine: model.engine,
         model: model.describe(),
         signature: signatureOf(model),
+        ...(forwardProbe ? { forwardProbe } : {}),
       },
     });
   } catch (error) {

@@ -15,3 +15,4 @@ export type {
 } from './worker-protocol.js';
 export { startInferenceThread } from './inference-threads.js';
 export type { WorkerBackend, BatchRun } from './worker-backend.js';
+export type { ForwardProbe, ForwardProbeRequest } from './forward-probe.js';

@@ -24,7 +24,14 @@ describe.skipIf(!run)('a pool over the real ONNX Runtime engine', () => {
     await tinyModel(dir);
     pool = await createWorkerPool({
       model: { url: dir, engines: ['@kiln/engine-onnxruntime'] },
-      settings: { cores: 2, minWorkers: 2, maxWorkers: 2, batchSize: 4, maxBatchDelayMs: 5 },
+      settings: {
+        cores: 2,
+        minWorkers: 2,
+        maxWorkers: 2,
+        batchSize: 4,
+        maxBatchDelayMs: 5,
+        placement: 'thread',
+      },
     });
   });
   afterAll(async () => {
@@ -51,7 +58,7 @@ describe.skipIf(!run)('a pool over the real ONNX Runtime engine', () => {
         engines: ['@kiln/engine-onnxruntime'],
         overrides: { 'option.profiling': 'true' },
       },
-      settings: { minWorkers: 1, maxWorkers: 1, maxBatchDelayMs: 0 },
+      settings: { minWorkers: 1, maxWorkers: 1, maxBatchDelayMs: 0, placement: 'thread' },
     });
     try {
       const x = NDList.of(new Tensor('float32', Float32Array.of(1, 2, 3, 4), [1, 4], 'x'));

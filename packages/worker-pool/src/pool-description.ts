@@ -1,3 +1,4 @@
+import type { ForwardProbe } from './forward-probe.js';
 import type { WorkerState } from './pool-worker.js';
 
 /** A model's health as DJL's `/ping` and describe report it. */
@@ -34,6 +35,15 @@ export interface WorkerGroupDescription {
   readonly lastError: string | undefined;
 }
 
+/** Where the model's workers run, and why (see WorkerPoolSettings.placement). */
+export interface PlacementReport {
+  /** `thread`: a thread per worker (or one shared host thread); `inline`: this thread. */
+  readonly kind: 'thread' | 'inline';
+  readonly reason: string;
+  /** The first thread worker's timing of a full batch, when placement was `auto`. */
+  readonly probe?: ForwardProbe;
+}
+
 /** DJL's describe: batching settings, queue, status and worker groups per device. */
 export interface PoolDescription {
   readonly name: string;
@@ -43,6 +53,7 @@ export interface PoolDescription {
   readonly queueSize: number;
   readonly queued: number;
   readonly status: PoolStatus;
+  readonly placement: PlacementReport;
   readonly workerGroups: readonly WorkerGroupDescription[];
 }
 

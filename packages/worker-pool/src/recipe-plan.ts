@@ -31,6 +31,8 @@ export type PlannedRecipe =
       readonly recipe: ResolvedRecipe;
       /** The engine's name when it loads in one thread per process: its workers share one. */
       readonly sharedHost: string | undefined;
+      /** Its provider's name: the engine may also run inline on the calling thread. */
+      readonly engineName: string | undefined;
     };
 
 /**
@@ -65,7 +67,31 @@ export async function planRecipe(recipe: ModelRecipe): Promise<PlannedRecipe> {
       translator: recipe.translator,
     },
     sharedHost: provider?.hostThread === 'shared' ? provider.name : undefined,
+    engineName: provider?.name,
   };
+}
+
+/**
+ * Loads a blocking engine's resolved recipe on this thread, for a worker that runs inline
+ * (placement `inline`, or `auto` for a model the probe found small).
+ */
+export async function loadRecipeHere(
+  recipe: ResolvedRecipe,
+  intraOpThreads: number | undefined,
+): Promise<{ model: Model; translator: Translator<ServingInput, ServingOutput> }> {
+  const { registry } = await engineCatalogFor(recipe.engines);
+  const { load } = recipe;
+  const model = await loadResolvedModel(
+    intraOpThreads === undefined ? load : { ...load, request: { ...load.request, intraOpThreads } },
+    registry,
+  );
+  try {
+    const translator = withRawTensorPath(await recipeTranslator(model, recipe.translator));
+    return { model, translator };
+  } catch (error) {
+    await model.dispose();
+    throw error;
+  }
 }
 
 /**

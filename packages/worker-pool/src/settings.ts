@@ -34,6 +34,17 @@ export interface WorkerPoolSettings {
    * `batchSize` and `maxBatchDelayMs` apply until then and to models without a batch axis.
    */
   readonly autoBatchSize: number | undefined;
+  /**
+   * `placement`: where a blocking engine's workers run. `thread`: each on a thread of its own.
+   * `inline`: one worker on the calling thread, for models too small to be worth a thread hop
+   * (it blocks that thread while it runs). `auto` (default): the first worker times a full
+   * batch on its thread (`forwardProbe`); a model whose median run takes at most
+   * `inlineForwardLimitUs` is moved to the calling thread, any other stays on threads.
+   * Async engines (LibTorch, Python) always run on the calling thread.
+   */
+  readonly placement: Placement;
+  /** `inline_forward_limit_us`: the longest full-batch run `auto` places inline, µs. */
+  readonly inlineForwardLimitUs: number;
   /** `job_queue_size`: jobs waiting at most; more are refused with QUEUE_FULL. */
   readonly jobQueueSize: number;
   /** `max_idle_time` (s): a worker above `minWorkers` idle this long exits. */
@@ -71,6 +82,9 @@ export interface WorkerPoolSettings {
 
 export type WorkerPoolSettingsInput = Partial<WorkerPoolSettings>;
 
+export const PLACEMENTS = ['auto', 'thread', 'inline'] as const;
+export type Placement = (typeof PLACEMENTS)[number];
+
 /** Workers per GPU when none is configured (DJL's default). */
 export const DEFAULT_GPU_MAX_WORKERS = 2;
 
@@ -83,6 +97,8 @@ export const WORKER_POOL_DEFAULTS = {
   startTimeoutMs: 120_000,
   hungRunTimeoutMs: 10_000,
   workerNice: 5,
+  placement: 'auto',
+  inlineForwardLimitUs: 250,
 } as const;
 
 /** Fills defaults and checks every value; a bad one is an INVALID_CONFIG KilnError. */
@@ -121,6 +137,12 @@ export function resolveWorkerPoolSettings(input: WorkerPoolSettingsInput = {}): 
       input.autoBatchSize === undefined
         ? undefined
         : integer('autoBatchSize', input.autoBatchSize, 1),
+    placement: placement(input.placement ?? WORKER_POOL_DEFAULTS.placement),
+    inlineForwardLimitUs: integer(
+      'inlineForwardLimitUs',
+      input.inlineForwardLimitUs ?? WORKER_POOL_DEFAULTS.inlineForwardLimitUs,
+      0,
+    ),
     jobQueueSize: integer(
       'jobQueueSize',
       input.jobQueueSize ?? WORKER_POOL_DEFAULTS.jobQueueSize,
@@ -185,6 +207,10 @@ export function workerPoolSettingsFromProperties(
   if (raw.batch_size !== undefined) settings.batchSize = properties.batchSize;
   if (raw.max_batch_delay !== undefined) settings.maxBatchDelayMs = properties.maxBatchDelayMs;
   if (raw.job_queue_size !== undefined) settings.jobQueueSize = properties.jobQueueSize;
+  if (raw.placement !== undefined)
+    settings.placement = placement(raw.placement.trim(), 'serving.properties placement');
+  const limit = propertyInt(raw, 'inline_forward_limit_us');
+  if (limit !== undefined) settings.inlineForwardLimitUs = limit;
   if (raw.max_idle_time !== undefined) settings.maxIdleTimeS = properties.maxIdleTimeS;
   if (properties.minWorkers !== undefined) settings.minWorkers = properties.minWorkers;
   if (properties.maxWorkers !== undefined) settings.maxWorkers = properties.maxWorkers;
@@ -215,6 +241,16 @@ function checkLimits(prefix: string, limits: WorkerLimits): void {
       `${prefix}minWorkers (${limits.minWorkers}) must not exceed ${prefix}maxWorkers (${limits.maxWorkers})`,
     );
   }
+}
+
+function placement(value: string, name = 'placement'): Placement {
+  if (!(PLACEMENTS as readonly string[]).includes(value)) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `${name} must be one of ${PLACEMENTS.join(', ')} (got ${JSON.stringify(value)})`,
+    );
+  }
+  return value as Placement;
 }
 
 function integer(name: string, value: number, min: number): number {

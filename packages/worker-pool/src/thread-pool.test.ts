@@ -54,7 +54,8 @@ async function threadPool(
 ) {
   const pool = await createWorkerPool({
     model: { url: dir, engines: [SCALE_ENGINE_MODULE], ...(translator ? { translator } : {}) },
-    settings: { cores: 2, maxBatchDelayMs: 20, ...settings },
+    // These tests are about thread workers: a fast model must not move inline (placement auto).
+    settings: { cores: 2, maxBatchDelayMs: 20, placement: 'thread', ...settings },
   });
   pools.push(pool);
   return pool;
@@ -224,7 +225,14 @@ describe('thread workers', () => {
     const pool = await createWorkerPool({
       model: { url: dir, engines: [SCALE_ENGINE_MODULE], translator: JSON_TRANSLATOR_MODULE },
       devices: ['cpu', 'gpu0'],
-      settings: { cores: 2, minWorkers: 1, maxWorkers: 1, batchSize: 1, maxBatchDelayMs: 0 },
+      settings: {
+        cores: 2,
+        minWorkers: 1,
+        maxWorkers: 1,
+        batchSize: 1,
+        maxBatchDelayMs: 0,
+        placement: 'thread',
+      },
     });
     pools.push(pool);
     const devices = new Set<string>();

@@ -1,4 +1,5 @@
 import type { ModelSignature } from './worker-protocol.js';
+import { hasBatchAxis } from './batch-axis.js';
 import {
   type BucketKey,
   type Clock,
@@ -7,9 +8,11 @@ import {
   JobQueue,
   systemClock,
 } from '@kiln/batching';
-import { type Device, KilnError, KilnErrorCode, type TensorDescriptor } from '@kiln/core';
+import { type Device, KilnError, KilnErrorCode } from '@kiln/core';
 import { PoolEvents, type WorkerPoolEvent, type WorkerPoolListener } from './pool-events.js';
+import type { ForwardProbe } from './forward-probe.js';
 import type {
+  PlacementReport,
   PoolDescription,
   PoolStats,
   PoolStatus,
@@ -66,7 +69,11 @@ export interface WorkerPoolInit<I, O> {
   readonly bucketOf?: ((input: I) => BucketKey | undefined) | undefined;
   /** Called once the pool has shut down (a model the pool loaded itself is disposed). */
   readonly release?: (() => Promise<void>) | undefined;
+  /** Where its workers run and why, for describe(). */
+  readonly placement: PlacementReport;
 }
+
+export { hasBatchAxis };
 
 const INITIAL_BACKOFF_MS = 1000;
 const MAX_BACKOFF_MS = 30_000;
@@ -107,6 +114,7 @@ export class WorkerPool<I, O> {
   private readonly backends: BackendFactory<I, O>;
   private readonly clock: Clock;
   private readonly release: (() => Promise<void>) | undefined;
+  private placement: PlacementReport;
 
   constructor(options: WorkerPoolInit<I, O>) {
     const { settings, clock = systemClock } = options;
@@ -115,6 +123,7 @@ export class WorkerPool<I, O> {
     this.backends = options.backends;
     this.clock = clock;
     this.release = options.release;
+    this.placement = options.placement;
     this.batching = { batchSize: settings.batchSize, maxBatchDelayMs: settings.maxBatchDelayMs };
     this.queue = new JobQueue<I, O>({
       capacity: settings.jobQueueSize,
@@ -211,6 +220,20 @@ export class WorkerPool<I, O> {
     return this.knownSignature;
   }
 
+  /** The forward probe of the first worker that ran one (placement auto). */
+  forwardProbe(): ForwardProbe | undefined {
+    for (const group of this.groups) {
+      for (const worker of group.workers)
+        if (worker.facts?.forwardProbe) return worker.facts.forwardProbe;
+    }
+    return undefined;
+  }
+
+  /** Records where the workers run once createWorkerPool has decided (placement auto). */
+  notePlacement(placement: PlacementReport): void {
+    this.placement = placement;
+  }
+
   describe(): PoolDescription {
     return {
       name: this.name,
@@ -220,6 +243,7 @@ export class WorkerPool<I, O> {
       queueSize: this.queue.capacity,
       queued: this.queue.depth,
       status: this.status(),
+      placement: this.placement,
       workerGroups: this.groups.map((group) => ({
         device: group.name,
         minWorkers: group.limits.minWorkers,
@@ -508,16 +532,6 @@ function describeWorker<I, O>(worker: PoolWorker<I, O>): WorkerDescription {
     niceError: priority && !priority.lowered ? priority.reason : undefined,
     model: worker.facts?.model,
   };
-}
-
-/** Every input declares its shape and its first dimension is dynamic: requests stack there. */
-export function hasBatchAxis(inputs: readonly TensorDescriptor[]): boolean {
-  return (
-    inputs.length > 0 &&
-    inputs.every(
-      (input) => input.shape !== undefined && input.shape.length > 0 && input.shape[0] === -1,
-    )
-  );
 }
 
 function checkedLimits(limits: WorkerLimits): WorkerLimits {

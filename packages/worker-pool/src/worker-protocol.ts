@@ -8,6 +8,7 @@ import type {
   ServingOutputMessage,
 } from '@kiln/core';
 import type { PinResult } from './cpu-pinning.js';
+import type { ForwardProbe, ForwardProbeRequest } from './forward-probe.js';
 import type { PriorityResult } from './thread-priority.js';
 import type { ThreadPlanRequest } from './thread-budget.js';
 
@@ -55,6 +56,8 @@ export interface WorkerInit {
   readonly pinCores: readonly number[] | undefined;
   /** Steps nicer than the process the thread runs at; 0 leaves its priority alone. */
   readonly nice: number;
+  /** Time a full batch once the model is loaded (placement `auto`: see probeForward). */
+  readonly probe?: ForwardProbeRequest;
 }
 
 /** What a model takes and gives, as its engine reports them. */
@@ -74,6 +77,8 @@ export interface WorkerFacts {
   readonly model: Record<string, unknown>;
   /** The model's inputs and outputs as its engine reports them (for v2 metadata). */
   readonly signature: ModelSignature;
+  /** The forward probe's result, when the worker was asked for one. */
+  readonly forwardProbe?: ForwardProbe;
 }
 
 export type ResultMessage =

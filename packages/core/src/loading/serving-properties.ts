@@ -155,6 +155,8 @@ export const SERVING_PROPERTY_KEYS: readonly string[] = [
   'batch_size',
   'max_batch_delay',
   'max_idle_time',
+  'placement',
+  'inline_forward_limit_us',
   'minWorkers',
   'maxWorkers',
   'cpu.minWorkers',
