@@ -1,6 +1,7 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
 import { SAVED_MODEL_FILES, TFJS_MODEL_FILE } from './io/locate-model.js';
-import { type TfBackendName, backendPreference } from './runtime/backends.js';
+import { BACKEND_INFO, type TfBackendName, backendPreference } from './runtime/backends.js';
+import { isPackageInstalled } from './runtime/packages.js';
 import { resolveRuntime } from './runtime/resolve-runtime.js';
 import {
   type TfThreadOptions,
@@ -28,7 +29,9 @@ export interface TensorFlowEngineOptions extends TfThreadOptions {
 /**
  * A TensorFlow engine provider. Loading it picks the best tfjs backend that works in the
  * loading thread; models run in that thread. tfjs-node loads in one thread per process, so
- * the worker pool hosts every TensorFlow worker on one shared thread.
+ * where it is installed the worker pool hosts every TensorFlow worker on one shared thread;
+ * the JavaScript backends (wasm, cpu) load in any thread, so each worker gets its own, or
+ * runs on the calling thread when the model is small (the pool's placement).
  */
 export function createTensorFlowEngine(options: TensorFlowEngineOptions = {}): EngineProvider {
   return {
@@ -36,7 +39,9 @@ export function createTensorFlowEngine(options: TensorFlowEngineOptions = {}): E
     name: TENSORFLOW_ENGINE_NAME,
     rank: options.rank ?? TENSORFLOW_ENGINE_RANK,
     execution: 'blocking',
-    hostThread: 'shared',
+    get hostThread() {
+      return nativeBackendFirst(options) ? 'shared' : 'per-worker';
+    },
     // model.json, a SavedModel, or any other TF.js json beside its .bin weight shards.
     recognizes: (fileNames) =>
       fileNames.some(
@@ -45,6 +50,18 @@ export function createTensorFlowEngine(options: TensorFlowEngineOptions = {}): E
       (fileNames.some((f) => f.endsWith('.json')) && fileNames.some((f) => f.endsWith('.bin'))),
     load: () => loadEngine(options),
   };
+}
+
+/** Whether the backend a load would try first among those installed is native TensorFlow. */
+function nativeBackendFirst(options: TensorFlowEngineOptions): boolean {
+  let backends: TfBackendName[];
+  try {
+    backends = backendPreference(options.backend, options.env ?? process.env);
+  } catch {
+    return true; // a bad preference fails at load; until then assume the strictest threading
+  }
+  const first = backends.find((b) => isPackageInstalled(BACKEND_INFO[b].packageName));
+  return first !== undefined && BACKEND_INFO[first].native;
 }
 
 /** The default TensorFlow provider (every backend, best first). */

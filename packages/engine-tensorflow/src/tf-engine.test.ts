@@ -48,6 +48,16 @@ describe.skipIf(!availability.run)('TensorFlow engine', () => {
     expect(provider.rank).toBeLessThan(10);
   });
 
+  it('asks the worker pool for one shared host thread only where native TensorFlow loads', () => {
+    // tfjs-node loads in one thread per process; the JavaScript backends load in any thread,
+    // so their workers get threads of their own or run inline (the pool's placement).
+    expect(createTensorFlowEngine({ backend: ['wasm', 'cpu'] }).hostThread).toBe('per-worker');
+    expect(provider.hostThread).toBe(nativeInstalled ? 'shared' : 'per-worker');
+    expect(createTensorFlowEngine({ env: { KILN_TENSORFLOW_BACKEND: 'cpu' } }).hostThread).toBe(
+      'per-worker',
+    );
+  });
+
   it('refuses a GPU it does not have, naming the package that brings one', async () => {
     const { dir } = await tfjsAffineModel(folder('gpu'));
     await expect(
