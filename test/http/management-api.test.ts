@@ -23,7 +23,8 @@ beforeAll(async () => {
   store = await buildModelStore(path.join(root, 'store'));
   outside = path.join(root, 'outside');
   fs.cpSync(store.addMul, outside, { recursive: true });
-  t = await startTestServer({ config: { model_store: store.dir } });
+  // Worker counts and threads as described below: the store's tiny models stay on threads.
+  t = await startTestServer({ config: { model_store: store.dir, placement: 'thread' } });
 });
 
 afterAll(async () => {

@@ -14,6 +14,7 @@ import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
 import { requestMetrics } from './http/request-metrics.js';
 import { ServerMetrics } from './metrics/server-metrics.js';
 import { DEFAULT_ENGINE_MODULES, loadEngineCatalog } from './models/engine-catalog.js';
+import type { ModelEntry } from './models/model-entry.js';
 import { ModelManager } from './models/model-manager.js';
 import { sampleGauges } from './models/pool-metrics.js';
 import { generationRoutes } from './generation/generation-routes.js';
@@ -187,6 +188,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
                   model: entry.name,
                   version: entry.version,
                   ms: Math.round(entry.loadTimeMs ?? 0),
+                  ...placementOf(entry),
                 },
                 'model ready',
               )
@@ -265,4 +267,10 @@ function startupModels(config: ServerConfig): string[] {
       ? path.join(config.modelStore, url)
       : url,
   );
+}
+
+/** Where a ready model's workers run, for its log line. */
+function placementOf(entry: ModelEntry): { placement?: string; placementReason?: string } {
+  const placement = entry.pool?.describe().placement;
+  return placement ? { placement: placement.kind, placementReason: placement.reason } : {};
 }

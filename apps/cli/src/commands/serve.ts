@@ -116,8 +116,10 @@ function reportModels(cli: CliContext, models: ModelManager): void {
       );
       void entry.loading.then(() => {
         if (entry.state === 'READY') {
+          const placement = entry.pool?.describe().placement;
+          const where = placement ? ` (${placement.kind}: ${placement.reason})` : '';
           cli.err(
-            `  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms`,
+            `  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms${where}`,
           );
         } else {
           cli.err(

@@ -21,6 +21,13 @@ describe('loadServerConfig', () => {
     expect(
       loadServerConfig({ env: {}, overrides: { auto_batch_size: '0' } }).modelDefaults,
     ).toMatchObject({ batchSize: undefined, autoBatchSize: 0 });
+    expect(config.modelDefaults).toMatchObject({ placement: 'auto', inlineForwardLimitUs: 250 });
+    expect(
+      loadServerConfig({ env: {}, overrides: { placement: 'inline' } }).modelDefaults.placement,
+    ).toBe('inline');
+    expect(() => loadServerConfig({ env: {}, overrides: { placement: 'gpu' } })).toThrow(
+      /placement=gpu must be one of auto, thread, inline/,
+    );
     expect(config.overloadStatus).toBe(503);
     expect(config.modelStore).toBeUndefined();
   });

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'dot-properties';
 import { KilnError, KilnErrorCode, SERVING_DEFAULTS, type ServingProperties } from '@kiln/core';
+import { PLACEMENTS, type Placement, WORKER_POOL_DEFAULTS } from '@kiln/worker-pool';
 import { parseGrpcAddress } from '../grpc/grpc-address.js';
 
 /** Everything the server reads from config.properties (and KILN_* environment variables). */
@@ -63,6 +64,10 @@ export interface ServerConfig {
      * adaptive batching off: batch size 1 unless chosen).
      */
     readonly autoBatchSize: number;
+    /** `placement`: where blocking engines' workers run (auto, thread, inline). */
+    readonly placement: Placement;
+    /** `inline_forward_limit_us`: the longest full batch `auto` runs on the main thread. */
+    readonly inlineForwardLimitUs: number;
   };
 }
 
@@ -96,6 +101,8 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
   batch_size: '',
   auto_batch_size: '32',
+  placement: 'auto',
+  inline_forward_limit_us: String(WORKER_POOL_DEFAULTS.inlineForwardLimitUs),
   max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
   max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),
   min_workers: '',
@@ -216,12 +223,24 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       jobQueueSize: int('job_queue_size', 1),
       batchSize: optionalInt('batch_size', 1),
       autoBatchSize: int('auto_batch_size'),
+      placement: placementOf(raw.placement!.trim()),
+      inlineForwardLimitUs: int('inline_forward_limit_us'),
       maxBatchDelayMs: int('max_batch_delay'),
       maxIdleTimeS: int('max_idle_time'),
       minWorkers: optionalInt('min_workers'),
       maxWorkers: optionalInt('max_workers'),
     },
   };
+}
+
+function placementOf(value: string): Placement {
+  if (!(PLACEMENTS as readonly string[]).includes(value)) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `placement=${value} must be one of ${PLACEMENTS.join(', ')}`,
+    );
+  }
+  return value as Placement;
 }
 
 /** Kiln's per-user folder (demo model, generated keys): `$KILN_HOME` or `~/.cache/kiln`. */

@@ -49,6 +49,8 @@ export interface ModelDescription {
   readonly maxIdleTime: number | undefined;
   readonly queueSize: number | undefined;
   readonly requestInQueue: number | undefined;
+  /** Where the workers run (threads or the main thread) and why. */
+  readonly placement: PoolDescription['placement'] | undefined;
   readonly workerGroups: PoolDescription['workerGroups'];
   readonly inputs: ModelSignature['inputs'] | undefined;
   readonly outputs: ModelSignature['outputs'] | undefined;
@@ -69,6 +71,7 @@ export function describeEntry(entry: ModelEntry): ModelDescription {
     maxIdleTime: pool?.maxIdleTimeS,
     queueSize: pool?.queueSize,
     requestInQueue: pool?.queued,
+    placement: pool?.placement,
     workerGroups: pool?.workerGroups ?? [],
     inputs: entry.signature?.inputs,
     outputs: entry.signature?.outputs,

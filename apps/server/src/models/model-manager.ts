@@ -383,6 +383,8 @@ export class ModelManager {
       maxBatchDelayMs: d.maxBatchDelayMs,
       jobQueueSize: d.jobQueueSize,
       maxIdleTimeS: d.maxIdleTimeS,
+      placement: d.placement,
+      inlineForwardLimitUs: d.inlineForwardLimitUs,
       ...(d.minWorkers === undefined ? {} : { minWorkers: d.minWorkers }),
       ...(d.maxWorkers === undefined ? {} : { maxWorkers: d.maxWorkers }),
     };
