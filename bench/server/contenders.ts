@@ -61,6 +61,8 @@ export function v2BinaryRequest(workload: Workload): {
 
 export interface RunningServer {
   readonly url: string;
+  /** Kiln only: where the model's workers run, as `kiln serve` reported it. */
+  readonly placement?: string;
   stop(): Promise<void>;
 }
 
@@ -93,8 +95,14 @@ export async function startKiln(
     [...kilnServeArgs(workload.modelName, workload.modelDir, port), ...extraArgs],
     { stdio: ['ignore', 'pipe', 'pipe'], env: KILN_BENCH_ENV },
   );
-  await waitForOutput(child, /READY/, /FAILED|error:/);
-  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
+  const ready = await waitForOutput(child, /READY/, /FAILED|error:/);
+  // The CLI's line names where the model runs: `READY in 80 ms (inline: …)`.
+  const placement = /\((thread|inline): ([^)]*)\)/.exec(ready);
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () => stopChild(child),
+    ...(placement ? { placement: `${placement[1]} (${placement[2]})` } : {}),
+  };
 }
 
 /** The hand-written Koa + onnxruntime-node server. */
@@ -150,12 +158,14 @@ function poolSettingsOf(workload: Workload) {
   };
 }
 
-function waitForOutput(child: ChildProcess, ready: RegExp, failed: RegExp): Promise<void> {
+/** Resolves with the first line matching `ready`. */
+function waitForOutput(child: ChildProcess, ready: RegExp, failed: RegExp): Promise<string> {
   return new Promise((resolve, reject) => {
     let output = '';
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      if (ready.test(output)) resolve();
+      const line = output.split('\n').find((l) => ready.test(l));
+      if (line !== undefined) resolve(line);
       else if (failed.test(output)) reject(new Error(output));
     };
     child.stdout!.on('data', onData);

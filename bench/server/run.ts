@@ -90,6 +90,8 @@ const scenarios: Scenario[] = [
     concurrency: 64,
     contenders: [
       { name: 'kiln defaults', kind: 'kiln' },
+      { name: 'kiln on threads', kind: 'kiln', properties: { placement: 'thread' } },
+      { name: 'kiln inline', kind: 'kiln', properties: { placement: 'inline' } },
       {
         name: 'kiln batch 32',
         kind: 'kiln',
@@ -109,6 +111,13 @@ const scenarios: Scenario[] = [
         of: 'kiln batch 32',
         over: 'naive koa+ort',
         goal: { atLeast: 2 },
+      },
+      {
+        // What placement=auto chooses between, on the same load.
+        label: 'kiln inline ÷ kiln on threads',
+        of: 'kiln inline',
+        over: 'kiln on threads',
+        goal: { atLeast: 1 },
       },
     ],
     pingGoal: { contenders: ['kiln defaults'], goal: { atMost: 5 } },
@@ -265,8 +274,9 @@ async function runScenario(scenario: Scenario, portBase: number): Promise<void> 
     );
     for (const s of started) {
       const props = s.spec.properties ? JSON.stringify(s.spec.properties) : 'defaults';
+      const where = s.server?.placement ? `; ${s.server.placement}` : '';
       console.log(
-        `  ${s.spec.name.padEnd(16)} ${formatSpread(spreadOf(throughput[s.spec.name]!)).padStart(24)} req/s   (${props})`,
+        `  ${s.spec.name.padEnd(16)} ${formatSpread(spreadOf(throughput[s.spec.name]!)).padStart(24)} req/s   (${props}${where})`,
       );
     }
     for (const r of scenario.ratios)

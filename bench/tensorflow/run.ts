@@ -6,9 +6,11 @@
  *     [--same-thread-rounds 30] [--warm-up-ms 2000]
  *
  * 1. Kiln vs raw tfjs (wasm): raw tfjs runs on the main thread as an application would
- *    (blocking it); Kiln runs the model on its worker thread. Turns of about --segment-ms
- *    alternate; each pair of turns gives one ratio raw/Kiln, in wall time and in the
- *    process's CPU time (which other processes on the cores do not inflate as much).
+ *    (blocking it); Kiln is a worker pool at its defaults (`createWorkerPool`), which runs
+ *    the model on a worker thread, or inline on the main thread when a batch takes at most
+ *    its inline limit (placement auto). Turns of about --segment-ms alternate; each pair of
+ *    turns gives one ratio raw/Kiln, in wall time and in the process's CPU time (which other
+ *    processes on the cores do not inflate as much).
  * 2. The same comparison inside one worker thread (the engine runs inline there): Kiln's own
  *    code without the thread hop, on the CNN and on a model that does almost nothing.
  * 3. TensorFlow (wasm, one thread per context) and ONNX Runtime (1 and 2 intra-op threads)
@@ -31,6 +33,7 @@ import {
 import { createOnnxRuntimeEngine } from '@kiln/engine-onnxruntime';
 import { createTensorFlowEngine } from '@kiln/engine-tensorflow';
 import { tfjsAffineModel } from '@kiln/testing';
+import { createWorkerPool } from '@kiln/worker-pool';
 import { kilnContender } from '../engine-overhead/contenders.js';
 import { type Contender, type RoundResult, medianOf, quantileOf } from '../harness/interleave.js';
 import { type MeasuredRounds, callsForSegment, measuredRounds, warmUp } from './cpu-rounds.js';
@@ -102,25 +105,42 @@ function kilnVersusRawRow(
   );
 }
 
-async function kilnVersusRaw(engine: Engine, model: TwinModel, batch: number): Promise<void> {
+async function kilnVersusRaw(model: TwinModel, batch: number): Promise<void> {
   const tf = await rawTfjs('wasm');
   const data = inputFor(model, batch);
   const shape = [batch, ...model.tfjsExample];
   const raw = await rawTfjsContender('raw', tf, model.tfjsDir, data, shape);
-  const kilnModel = await engine.loadModel(request(model.tfjsDir));
+  const pool = await createWorkerPool({
+    model: { url: model.tfjsDir, engines: ['@kiln/engine-tensorflow'] },
+    // A fixed batch, as the rows say; everything else at the pool's defaults.
+    settings: { batchSize: 1 },
+  });
   const input = NDList.of(new Tensor('float32', data, shape, model.inputName));
-  const kiln = await kilnContender('kiln', kilnModel, input);
-  const agree = maxAbsDiff((await raw.call()) as Float32Array, await predictOnce(kilnModel, input));
+  const kiln: KilnContender = {
+    name: 'kiln',
+    call: async () => {
+      const output = await pool.predict({ tensors: input, rawTensors: true });
+      if (output.type !== 'tensors') throw new Error(`unexpected ${output.type} output`);
+      return output.tensors.get(0).data;
+    },
+    close: () => pool.shutdown(),
+  };
+  const agree = maxAbsDiff((await raw.call()) as Float32Array, (await kiln.call()) as Float32Array);
+  const { placement } = pool.describe();
   await warmUp([raw, kiln], WARM_UP_MS);
   const measured = await measuredRounds(
     [raw, kiln],
     pairs,
     await callsForSegment([raw, kiln], SEGMENT_MS),
   );
-  kilnVersusRawRow(model.name, batch, measured, `max |Δ| ${agree.toExponential(1)}`);
+  kilnVersusRawRow(
+    model.name,
+    batch,
+    measured,
+    `${placement.kind}${placement.probe && 'medianUs' in placement.probe ? ` (probe ${placement.probe.medianUs} µs)` : ''}; max |Δ| ${agree.toExponential(1)}`,
+  );
   raw.close();
   await kiln.close();
-  await kilnModel.dispose();
 }
 
 async function sameThread(jobs: SameThreadJob[]): Promise<SameThreadResult[]> {
@@ -220,9 +240,11 @@ try {
   const mlp = await writeMlpTwins(dir);
 
   console.log(
-    '\n1. Kiln vs raw tfjs, wasm backend (raw on the main thread, Kiln on its worker thread)\n',
+    '\n1. Kiln vs raw tfjs, wasm backend (raw on the main thread, Kiln a worker pool at its defaults)\n',
   );
-  console.log('| model | batch | raw tfjs /s | Kiln /s | raw/Kiln, wall | raw/Kiln, CPU | |');
+  console.log(
+    '| model | batch | raw tfjs /s | Kiln /s | raw/Kiln, wall | raw/Kiln, CPU | placement; outputs |',
+  );
   console.log('| --- | ---: | ---: | ---: | --- | --- | --- |');
   for (const [model, batch] of [
     [bigCnn, 1],
@@ -232,7 +254,7 @@ try {
     [mlp, 1],
     [mlp, 32],
   ] as const) {
-    await kilnVersusRaw(engines.tf!, model, batch);
+    await kilnVersusRaw(model, batch);
   }
 
   console.log("\n2. Kiln vs raw tfjs in one worker thread (the engine inline): Kiln's own code\n");
