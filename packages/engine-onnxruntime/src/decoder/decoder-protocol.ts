@@ -7,6 +7,8 @@ export interface DecoderWorkerData {
   readonly modelPath: string;
   readonly config: OrtSessionConfig;
   readonly maxSequenceLength: number;
+  /** See OrtStepDecoderOptions.decodeRunCost; estimated from the model file when absent. */
+  readonly decodeRunCost?: number;
 }
 
 export type DecoderRequest =

@@ -1,11 +1,13 @@
 // Entry of a decoder worker thread: one ONNX Runtime session and the KV caches of every
 // sequence it decodes, so that steps move token ids in and logits out, never the caches.
+import { statSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { SessionRunner } from '../session-runner.js';
 import { readDecoderSignature } from './decoder-signature.js';
 import type { DecoderReply, DecoderRequest, DecoderWorkerData } from './decoder-protocol.js';
 import { KvBatchRunner } from './kv-batch-runner.js';
+import { decodeRunCost } from './past-groups.js';
 
 const port = parentPort!;
 const data = workerData as DecoderWorkerData;
@@ -29,6 +31,11 @@ try {
     },
     signature,
     data.maxSequenceLength,
+    data.decodeRunCost ??
+      decodeRunCost(
+        statSync(data.modelPath).size,
+        signature.layers * 2 * signature.heads * signature.headSize * 4,
+      ),
   );
   reply({ type: 'ready', signature });
 } catch (error) {

@@ -1,6 +1,7 @@
 import { KilnError, KilnErrorCode, NDList, Tensor } from '@kiln/core';
 import type { DecoderSignature } from './decoder-signature.js';
 import { KvCache } from './kv-cache.js';
+import { groupByPast } from './past-groups.js';
 import { ResidentBatch } from './resident-batch.js';
 
 /** Runs one batch of named inputs through the decoder's session. */
@@ -17,23 +18,34 @@ export interface KvStepEntry {
  * one batch (left-padding shorter pasts, right-padding shorter inputs, masking both), runs
  * the session, and appends each sequence's new keys and values. Decode entries (one token)
  * and prefill chunks run as separate batches, so that a one-token decode is never padded to
- * a prompt chunk's length. The decode batch's caches stay in the tensors the session
- * returned (a ResidentBatch) for as long as the next decode step has the same sequences, so
- * most decode steps copy no cache at all; a change of company gathers again.
+ * a prompt chunk's length.
+ *
+ * Decode rows run in groups of similar past length (groupByPast, `runCost`), so a young
+ * sequence is not padded to the oldest one's past when that costs more than another run.
+ * Each group's caches stay in the tensors the session returned (a ResidentBatch) for as
+ * long as the decode steps have the same sequences, so most decode steps copy no cache at
+ * all; a change of company regroups and gathers again.
  */
 export class KvBatchRunner {
   private readonly caches = new Map<number, KvCache>();
-  private resident: ResidentBatch | undefined;
+  private residents: ResidentBatch[] = [];
+  private readonly residentOf = new Map<number, ResidentBatch>();
 
   constructor(
     private readonly run: RunSession,
     readonly signature: DecoderSignature,
     readonly maxSequenceLength: number,
+    /**
+     * What one more decode run costs, in padded cache positions (rows × positions); see
+     * groupByPast. Infinity keeps every decode step one run.
+     */
+    readonly runCost = Infinity,
   ) {}
 
   /** Float32 values the caches hold, spare capacity and padding included. */
   get allocatedFloats(): number {
-    let floats = this.resident?.allocatedFloats ?? 0;
+    let floats = 0;
+    for (const resident of this.residents) floats += resident.allocatedFloats;
     for (const cache of this.caches.values()) floats += cache.allocatedFloats;
     return floats;
   }
@@ -58,7 +70,7 @@ export class KvBatchRunner {
         );
     }
     // A prefill chunk appends to its sequence's own cache, so it must hold every position.
-    if (prefill.some((i) => this.resident?.has(entries[i]!.id))) this.dissolveResident();
+    if (prefill.some((i) => this.residentOf.has(entries[i]!.id))) this.dissolveResidents();
     if (decode.length > 0) {
       const out = await this.runDecode(decode.map((i) => entries[i]!));
       decode.forEach((i, j) => (logits[i] = out[j]!));
@@ -81,51 +93,65 @@ export class KvBatchRunner {
   }
 
   private lengthOf(id: number): number {
-    return this.resident?.lengthOf(id) ?? this.cache(id).length;
+    return this.residentOf.get(id)?.lengthOf(id) ?? this.cache(id).length;
   }
 
-  /** Moves the resident batch's live sequences back into caches of their own. */
-  private dissolveResident(keep: ReadonlySet<number> = new Set()): void {
-    const resident = this.resident;
-    if (!resident) return;
-    for (const id of resident.ids) {
-      const cache = this.caches.get(id);
-      if (cache && !keep.has(id)) resident.moveInto(id, cache);
+  /** Moves the resident groups' live sequences, except `keep`, back into caches of their own. */
+  private dissolveResidents(keep: ReadonlySet<number> = new Set()): void {
+    for (const resident of this.residents) {
+      for (const id of resident.ids) {
+        const cache = this.caches.get(id);
+        if (cache && !keep.has(id)) resident.moveInto(id, cache);
+      }
     }
-    this.resident = undefined;
+    this.residents = [];
+    this.residentOf.clear();
   }
 
-  /** One token per sequence. The same company as the last decode step runs on its tensors. */
+  /** One token per sequence: on the resident groups when the company is the same. */
   private async runDecode(entries: readonly KvStepEntry[]): Promise<Float32Array[]> {
-    const ids = entries.map((e) => e.id);
-    const resident = this.resident;
-    if (resident?.matches(ids)) {
+    const index = new Map(entries.map((e, i) => [e.id, i]));
+    const same =
+      this.residentOf.size === entries.length && entries.every((e) => this.residentOf.has(e.id));
+    if (!same) this.regroup(entries);
+    const logits: Float32Array[] = new Array(entries.length);
+    for (const resident of this.residents) {
+      const group = resident.ids.map((id) => entries[index.get(id)!]!);
       const output = await this.runSession(
-        entries,
+        group,
         resident.lengths,
         resident.past,
         resident.tensors,
       );
       resident.advance(this.presents(output));
-      return this.logitsOf(output, entries, 1);
+      this.logitsOf(output, group, 1).forEach((row, j) => (logits[index.get(group[j]!.id)!] = row));
     }
+    return logits;
+  }
+
+  /** Splits the decode rows into groups by past length and gathers each group's pasts. */
+  private regroup(entries: readonly KvStepEntry[]): void {
+    const ids = entries.map((e) => e.id);
     const lengths = ids.map((id) => this.lengthOf(id));
-    const past = Math.max(...lengths);
-    const pasts = this.gather(ids, past);
-    // Those who left the batch take their positions along; those who stay are in `pasts`.
-    this.dissolveResident(new Set(ids));
-    const output = await this.runSession(entries, lengths, past, pasts);
     const { heads, headSize } = this.signature;
-    this.resident = new ResidentBatch(
-      ids,
-      lengths.map((n) => n + 1),
-      past + 1,
-      this.presents(output),
-      heads,
-      headSize,
-    );
+    const groups = groupByPast(lengths, this.runCost).map((rows) => {
+      const groupIds = rows.map((r) => ids[r]!);
+      const groupLengths = rows.map((r) => lengths[r]!);
+      const past = Math.max(...groupLengths);
+      return new ResidentBatch(
+        groupIds,
+        groupLengths,
+        past,
+        this.gather(groupIds, past),
+        heads,
+        headSize,
+      );
+    });
+    // Those who left the decode rows take their positions along; the others are gathered.
+    this.dissolveResidents(new Set(ids));
     for (const id of ids) this.cache(id).clear();
-    return this.logitsOf(output, entries, 1);
+    this.residents = groups;
+    for (const group of groups) for (const id of group.ids) this.residentOf.set(id, group);
   }
 
   /** Prompt chunks: gathered from and appended to each sequence's own cache. */
@@ -165,11 +191,11 @@ export class KvBatchRunner {
   /** Pasts [batch, heads, past, head] per layer (key, then value), each row right-aligned. */
   private gather(ids: readonly number[], past: number): Float32Array[] {
     const { layers, heads, headSize } = this.signature;
-    const resident = this.resident;
     return Array.from({ length: layers * 2 }, (_, index) => {
       const data = new Float32Array(ids.length * heads * past * headSize);
       ids.forEach((id, row) => {
-        if (resident?.has(id)) resident.gatherInto(id, index, data, row, past);
+        const resident = this.residentOf.get(id);
+        if (resident) resident.gatherInto(id, index, data, row, past);
         else this.cache(id).gatherInto(index >> 1, index & 1 ? 'value' : 'key', data, row, past);
       });
       return data;

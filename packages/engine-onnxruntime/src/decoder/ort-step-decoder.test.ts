@@ -13,10 +13,11 @@ const { run } = await checkEngine('OnnxRuntime', probeOrt);
 
 let root: string;
 let decoder: OrtStepDecoder;
+let model: { dir: string };
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'kiln-ort-decoder-'));
   if (!run) return;
-  const model = await gptDecoderModel(join(root, 'gpt'), {
+  model = await gptDecoderModel(join(root, 'gpt'), {
     layers: 2,
     hidden: 32,
     heads: 4,
@@ -92,36 +93,46 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     decoder.release(probe);
   });
 
-  it('keeps each sequence exact while the decode batch changes company', async () => {
+  it('keeps each sequence exact while the decode batch changes company, in one run or in groups by past', async () => {
     // Same company for several steps (the batch's own tensors), then one leaves, one joins
-    // and one prefills beside the decodes.
+    // and one prefills beside the decodes. decodeRunCost 1 splits rows of unequal pasts.
     const prompts = [tokens(3, 1), tokens(17, 2), tokens(9, 4), tokens(30, 6)];
     const feeds = (i: number, n: number) => [prompts[i]!, ...tokens(n, i + 10).map((t) => [t])];
     const alone = await Promise.all([0, 1, 2, 3].map(async (i) => feedAlone(feeds(i, 12))));
-    const states = prompts.map(() => decoder.open());
-    const got: Float32Array[][] = [[], [], [], []];
-    const fed = [0, 0, 0, 0];
-    const step = async (members: number[]) => {
-      const out = await decoder.step(
-        members.map((i) => ({ state: states[i]!, tokens: feeds(i, 12)[fed[i]!]! })),
-      );
-      members.forEach((i, j) => {
-        got[i]!.push(out[j]!);
-        fed[i]!++;
-      });
-    };
-    await step([0, 1, 2]);
-    for (let s = 0; s < 4; s++) await step([0, 1, 2]);
-    decoder.release(states[1]!);
-    await step([0, 2, 3]); // one left, one prefills
-    for (let s = 0; s < 3; s++) await step([0, 2, 3]);
-    await step([2, 3]); // 0 sits out a step, then comes back
-    await step([0, 2, 3]);
-    for (const i of [0, 2, 3]) {
-      got[i]!.forEach((logits, s) => expect(maxDiff(logits, alone[i]![s]!)).toBeLessThan(1e-4));
+    const grouped = await OrtStepDecoder.load(model.dir, {
+      startThread,
+      session: { intraOpNumThreads: 1 },
+      decodeRunCost: 1,
+    });
+    try {
+      for (const d of [decoder, grouped]) {
+        const states = prompts.map(() => d.open());
+        const got: Float32Array[][] = [[], [], [], []];
+        const fed = [0, 0, 0, 0];
+        const step = async (members: number[]) => {
+          const out = await d.step(
+            members.map((i) => ({ state: states[i]!, tokens: feeds(i, 12)[fed[i]!]! })),
+          );
+          members.forEach((i, j) => {
+            got[i]!.push(out[j]!);
+            fed[i]!++;
+          });
+        };
+        await step([0, 1, 2]);
+        for (let s = 0; s < 4; s++) await step([0, 1, 2]);
+        d.release(states[1]!);
+        await step([0, 2, 3]); // one left, one prefills
+        for (let s = 0; s < 3; s++) await step([0, 2, 3]);
+        await step([2, 3]); // 0 sits out a step, then comes back
+        await step([3, 0, 2]);
+        for (const i of [0, 1, 2, 3]) {
+          got[i]!.forEach((logits, s) => expect(maxDiff(logits, alone[i]![s]!)).toBeLessThan(1e-4));
+        }
+        for (const i of [0, 2, 3]) d.release(states[i]!);
+      }
+    } finally {
+      await grouped.close();
     }
-    got[1]!.forEach((logits, s) => expect(maxDiff(logits, alone[1]![s]!)).toBeLessThan(1e-4));
-    for (const i of [0, 2, 3]) decoder.release(states[i]!);
   });
 
   it('refuses a step past the model positions without touching the cache', async () => {

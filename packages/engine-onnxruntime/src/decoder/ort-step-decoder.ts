@@ -30,6 +30,13 @@ export interface OrtStepDecoderOptions {
   readonly maxSequenceLength?: number;
   /** Model file inside the folder; default `model.onnx`. */
   readonly modelFile?: string;
+  /**
+   * What one more decode run costs, in padded cache positions (rows × positions): decode
+   * rows run in groups of similar past length where padding them together would cost more.
+   * Default: estimated from the model file's size and the cache's width; Infinity keeps
+   * every decode step one run.
+   */
+  readonly decodeRunCost?: number;
 }
 
 /** One sequence's handle; its cache lives on the decoder's thread. */
@@ -98,6 +105,7 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
       modelPath: join(dir, options.modelFile ?? 'model.onnx'),
       config: { ...DEFAULT_SESSION_CONFIG, ...options.session },
       maxSequenceLength,
+      ...(options.decodeRunCost === undefined ? {} : { decodeRunCost: options.decodeRunCost }),
     };
     const worker = options.startThread(DECODER_WORKER_MODULE, { workerData: data });
     const signature = await new Promise<DecoderSignature>((resolve, reject) => {
