@@ -33,6 +33,8 @@ const { values } = parseArgs({
     random: { type: 'boolean', default: false },
     /** ONNX Runtime intra-op threads; see bench/README.md for why one is the default. */
     threads: { type: 'string', default: '1' },
+    /** OrtStepDecoder's decodeRunCost (Infinity: one decode run per step); default its estimate. */
+    'decode-run-cost': { type: 'string' },
     layers: { type: 'string', default: '2' },
     hidden: { type: 'string', default: '1024' },
     attention: { type: 'string', default: '64' },
@@ -54,6 +56,7 @@ const model: BenchModel = values.random
 const decoder = await OrtStepDecoder.load(model.dir, {
   startThread: startInferenceThread,
   session: { intraOpNumThreads: Number(values.threads) },
+  ...(values['decode-run-cost'] ? { decodeRunCost: Number(values['decode-run-cost']) } : {}),
 });
 const workload = makeWorkload({
   requests,
