@@ -19,6 +19,7 @@ import {
 import { orderOf } from '../harness/rounds.js';
 import { type BenchModel, randomModel, trainedModel } from './bench-model.js';
 import { RequestLevelBatcher } from './request-level.js';
+import { StepCounter } from './step-counter.js';
 import { type Generator, type RunFigures, makeWorkload, runWorkload } from './workload.js';
 
 const { values } = parseArgs({
@@ -70,15 +71,17 @@ const workload = makeWorkload({
   ...(model.prompt ? { prompt: model.prompt } : {}),
 });
 
+// Every contender steps through this, so each run can say where its decode time went.
+const counter = new StepCounter(decoder);
 const REQUEST_LEVEL = 'request-level (batch 8)';
 const ROLLING_8 = 'rolling (max 8)';
 const ROLLING_16 = 'rolling (max 16)';
 const SINGLE = 'one at a time';
 const contenders: Record<string, () => Generator> = {
-  [REQUEST_LEVEL]: () => new RequestLevelBatcher(decoder, 8),
-  [ROLLING_8]: () => new RollingScheduler(decoder, { maxBatchSize: 8 }),
-  [ROLLING_16]: () => new RollingScheduler(decoder, { maxBatchSize: 16 }),
-  [SINGLE]: () => new RequestLevelBatcher(decoder, 1),
+  [REQUEST_LEVEL]: () => new RequestLevelBatcher(counter, 8),
+  [ROLLING_8]: () => new RollingScheduler(counter, { maxBatchSize: 8 }),
+  [ROLLING_16]: () => new RollingScheduler(counter, { maxBatchSize: 16 }),
+  [SINGLE]: () => new RequestLevelBatcher(counter, 1),
 };
 const names = Object.keys(contenders);
 
@@ -94,14 +97,19 @@ console.log(
 // Warm-up: a few requests through each contender.
 const warm = { requests: workload.requests.slice(0, 4), arrivalsMs: [0, 0, 0, 0] };
 for (const name of names) await runWorkload(contenders[name]!(), warm);
+counter.take();
 
 const figures: Record<string, RunFigures[]> = Object.fromEntries(names.map((n) => [n, []]));
 for (let round = 0; round < rounds; round++) {
   for (const name of orderOf(names, round)) {
     const f = await runWorkload(contenders[name]!(), workload);
+    const t = counter.take();
     figures[name]!.push(f);
     console.log(
       `round ${round + 1} ${name.padEnd(24)} ${f.tokensPerS.toFixed(0).padStart(6)} tokens/s  TTFT p50 ${f.ttftP50Ms.toFixed(0).padStart(6)} ms  inter-token p50 ${f.interTokenP50Ms.toFixed(2)} / p99 ${f.interTokenP99Ms.toFixed(2)} ms  load ${loadAverage()}`,
+    );
+    console.log(
+      `  ${t.steps} steps of ${(t.rows / t.steps).toFixed(1)} sequences; of ${(f.wallMs / 1000).toFixed(2)} s, ORT ${(t.ortMs / 1000).toFixed(2)} s, inputs+KV ${((t.threadMs - t.ortMs) / 1000).toFixed(2)} s, messages ${((t.tripMs - t.threadMs) / 1000).toFixed(2)} s`,
     );
   }
 }
