@@ -76,6 +76,10 @@ export class PoolWorker<I, O> {
   private finished = false;
   private inFlight: readonly Job<I, O>[] = [];
   private batchController: AbortController | undefined;
+  /** Aborted once the worker leaves (stopped, retired, terminated): ends the take it waits in. */
+  private readonly lifetime = new AbortController();
+  /** Handed to runs until one is aborted (a cancelled batch): most batches need no new one. */
+  private runController: AbortController | undefined;
   private resolveExited!: () => void;
 
   constructor(
@@ -127,6 +131,7 @@ export class PoolWorker<I, O> {
   stop(): void {
     this.leaving = true;
     this.takeController?.abort();
+    this.lifetime.abort();
   }
 
   /** Ends the worker now: jobs in flight fail with CLOSED, even if the engine never returns. */
@@ -134,6 +139,7 @@ export class PoolWorker<I, O> {
     this.leaving = true;
     this.terminating = true;
     this.takeController?.abort();
+    this.lifetime.abort();
     const closed = new KilnError(KilnErrorCode.Closed, `${this.label} was stopped`);
     for (const job of this.inFlight) job.reject(closed);
     this.batchController?.abort(closed);
@@ -161,30 +167,42 @@ export class PoolWorker<I, O> {
   }
 
   private async take(): Promise<Job<I, O>[]> {
-    const controller = new AbortController();
-    this.takeController = controller;
+    const batching = {
+      maxSize: this.options.batching.batchSize,
+      maxDelayMs: this.options.batching.maxBatchDelayMs,
+    };
+    if (this.leaving) return this.takeWhileLeaving(batching);
+    // A worker serving a busy model finds work waiting: no idle timer to arm and clear.
     const ms = this.options.maxIdleTimeMs;
     let timer: unknown;
     const check = () => {
       if (this.hooks.mayRetire(this)) {
         this.leaving = true;
-        controller.abort();
+        this.lifetime.abort();
       } else {
         // Kept for minWorkers: ask again later (never in a tight loop when max_idle_time is 0).
         timer = this.clock.setTimeout(check, Math.max(ms, MIN_IDLE_RECHECK_MS));
       }
     };
-    timer = this.clock.setTimeout(check, ms);
-    // A leaving worker that drains the queue stops waiting once the queue is empty.
-    if (this.leaving) void this.queue.drain().then(() => controller.abort());
+    if (this.queue.depth === 0) timer = this.clock.setTimeout(check, ms);
     try {
-      return await this.queue.takeBatch({
-        maxSize: this.options.batching.batchSize,
-        maxDelayMs: this.options.batching.maxBatchDelayMs,
-        signal: controller.signal,
-      });
+      return await this.queue.takeBatch({ ...batching, signal: this.lifetime.signal });
     } finally {
-      this.clock.clearTimeout(timer);
+      if (timer !== undefined) this.clock.clearTimeout(timer);
+    }
+  }
+
+  /** A leaving worker that drains the queue stops waiting once the queue is empty. */
+  private async takeWhileLeaving(batching: {
+    maxSize: number;
+    maxDelayMs: number;
+  }): Promise<Job<I, O>[]> {
+    const controller = new AbortController();
+    this.takeController = controller;
+    void this.queue.drain().then(() => controller.abort());
+    try {
+      return await this.queue.takeBatch({ ...batching, signal: controller.signal });
+    } finally {
       this.takeController = undefined;
     }
   }
@@ -207,7 +225,7 @@ export class PoolWorker<I, O> {
     }
 
     this.setState('busy');
-    const controller = new AbortController();
+    const controller = (this.runController ??= new AbortController());
     this.batchController = controller;
     this.inFlight = jobs.map((j) => j.job);
     const unwatch = this.watch(this.inFlight, controller);
@@ -224,6 +242,7 @@ export class PoolWorker<I, O> {
       unwatch();
       this.inFlight = [];
       this.batchController = undefined;
+      if (controller.signal.aborted) this.runController = undefined;
     }
     const answered = jobs.map(({ job }) => !job.settled);
     if (run) {
@@ -330,6 +349,7 @@ export class PoolWorker<I, O> {
   private onDeath(error: KilnError): void {
     this.dead ??= error;
     this.takeController?.abort();
+    this.lifetime.abort();
   }
 
   private withStartTimeout<T>(promise: Promise<T>): Promise<T> {
