@@ -44,7 +44,8 @@ export function hasRealName(
 }
 
 function assignTensors(list: NDList, inputs: readonly TensorDescriptor[]): AnyTensor[] {
-  const expected = describeInputs(inputs);
+  // Only error messages read it: described when one is thrown, not on every request.
+  const expected = { toString: () => describeInputs(inputs) };
   const assigned: (AnyTensor | undefined)[] = new Array(inputs.length);
   const unnamed: AnyTensor[] = [];
   for (const tensor of list) {
