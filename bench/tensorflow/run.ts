@@ -3,7 +3,7 @@
  * the same networks on the TensorFlow and ONNX Runtime engines side by side.
  *
  *   node -C @kiln/source --import tsx bench/tensorflow/run.ts [--pairs 16] [--rounds 12] [--segment-ms 250]
- *     [--same-thread-rounds 30] [--warm-up-ms 2000]
+ *     [--same-thread-rounds 30] [--warm-up-ms 2000] [--sections 1,2,3,4]
  *
  * 1. Kiln vs raw tfjs (wasm): raw tfjs runs on the main thread as an application would
  *    (blocking it); Kiln is a worker pool at its defaults (`createWorkerPool`), which runs
@@ -48,8 +48,10 @@ const { values: args } = parseArgs({
     'same-thread-rounds': { type: 'string', default: '30' },
     'warm-up-ms': { type: 'string', default: '2000' },
     'segment-ms': { type: 'string', default: '250' },
+    sections: { type: 'string', default: '1,2,3,4' },
   },
 });
+const sections = new Set(args.sections.split(',').map((s) => s.trim()));
 const pairs = Number(args.pairs);
 const rounds = Number(args.rounds);
 const sameThreadRounds = Number(args['same-thread-rounds']);
@@ -65,7 +67,10 @@ function request(modelDir: string, options: Record<string, string> = {}) {
 }
 
 /** Deterministic input of `batch` examples. */
-function inputFor(model: TwinModel, batch: number): Float32Array {
+/** What section 1 needs of a model: its TF.js folder and input. */
+type TfjsModel = Pick<TwinModel, 'name' | 'tfjsDir' | 'inputName' | 'tfjsExample'>;
+
+function inputFor(model: TfjsModel, batch: number): Float32Array {
   const size = batch * model.tfjsExample.reduce((a, b) => a * b, 1);
   return Float32Array.from({ length: size }, (_, i) => Math.sin(i / 97) * 0.5 + 0.5);
 }
@@ -105,7 +110,7 @@ function kilnVersusRawRow(
   );
 }
 
-async function kilnVersusRaw(model: TwinModel, batch: number): Promise<void> {
+async function kilnVersusRaw(model: TfjsModel, batch: number): Promise<void> {
   const tf = await rawTfjs('wasm');
   const data = inputFor(model, batch);
   const shape = [batch, ...model.tfjsExample];
@@ -137,7 +142,7 @@ async function kilnVersusRaw(model: TwinModel, batch: number): Promise<void> {
     model.name,
     batch,
     measured,
-    `${placement.kind}${placement.probe && 'medianUs' in placement.probe ? ` (probe ${placement.probe.medianUs} µs)` : ''}; max |Δ| ${agree.toExponential(1)}`,
+    `${placement.kind}${placement.probe && 'bestUs' in placement.probe ? ` (probe: batch ${placement.probe.batch} ${placement.probe.bestUs} µs)` : ''}; max |Δ| ${agree.toExponential(1)}`,
   );
   raw.close();
   await kiln.close();
@@ -238,89 +243,106 @@ try {
   const cnn = await writeCnnTwins(dir);
   const bigCnn = await writeCnnTwins(dir, 128);
   const mlp = await writeMlpTwins(dir);
-
-  console.log(
-    '\n1. Kiln vs raw tfjs, wasm backend (raw on the main thread, Kiln a worker pool at its defaults)\n',
-  );
-  console.log(
-    '| model | batch | raw tfjs /s | Kiln /s | raw/Kiln, wall | raw/Kiln, CPU | placement; outputs |',
-  );
-  console.log('| --- | ---: | ---: | ---: | --- | --- | --- |');
-  for (const [model, batch] of [
-    [bigCnn, 1],
-    [bigCnn, 4],
-    [cnn, 1],
-    [cnn, 8],
-    [mlp, 1],
-    [mlp, 32],
-  ] as const) {
-    await kilnVersusRaw(model, batch);
-  }
-
-  console.log("\n2. Kiln vs raw tfjs in one worker thread (the engine inline): Kiln's own code\n");
-  console.log(
-    '| model | raw tfjs µs/call | raw/Kiln, wall | raw/Kiln, CPU | Kiln − raw, CPU µs/call |',
-  );
-  console.log('| --- | ---: | --- | --- | ---: |');
   const tiny = await tfjsAffineModel(join(dir, 'tiny'));
-  const jobs: SameThreadJob[] = [
-    {
-      label: bigCnn.name,
-      modelDir: bigCnn.tfjsDir,
-      inputName: 'x',
-      input: inputFor(bigCnn, 1),
-      shape: [1, ...bigCnn.tfjsExample],
-      rounds: sameThreadRounds,
-      calls: 1,
-    },
-    {
-      label: cnn.name,
-      modelDir: cnn.tfjsDir,
-      inputName: 'x',
-      input: inputFor(cnn, 1),
-      shape: [1, ...cnn.tfjsExample],
-      rounds: sameThreadRounds,
-      calls: 4,
-    },
-    {
-      label: 'affine 4→2',
-      modelDir: tiny.dir,
-      inputName: 'x',
-      input: Float32Array.of(1, 2, 3, 4),
-      shape: [1, 4],
-      rounds: sameThreadRounds,
-      calls: 200,
-    },
-  ];
-  for (const result of await sameThread(jobs)) {
-    const cost = medianOf(result.measured.cpu, (r) => r.kiln! - r.raw!) * 1000;
+  const affine: TfjsModel = {
+    name: 'affine 4→2',
+    tfjsDir: tiny.dir,
+    inputName: 'x',
+    tfjsExample: [4],
+  };
+
+  if (sections.has('1')) {
     console.log(
-      `| ${result.label} | ${(medianOf(result.measured.wall, (r) => r.raw!) * 1000).toFixed(0)} | ` +
-        `${ratioOf(result.measured.wall, 'raw', 'kiln').text} | **${ratioOf(result.measured.cpu, 'raw', 'kiln').text}** | ${cost.toFixed(1)} |`,
+      '\n1. Kiln vs raw tfjs, wasm backend (raw on the main thread, Kiln a worker pool at its defaults)\n',
     );
+    console.log(
+      '| model | batch | raw tfjs /s | Kiln /s | raw/Kiln, wall | raw/Kiln, CPU | placement; outputs |',
+    );
+    console.log('| --- | ---: | ---: | ---: | --- | --- | --- |');
+    for (const [model, batch] of [
+      [bigCnn, 1],
+      [bigCnn, 4],
+      [cnn, 1],
+      [cnn, 8],
+      [mlp, 1],
+      [mlp, 32],
+      [affine, 1],
+    ] as const) {
+      await kilnVersusRaw(model, batch);
+    }
   }
 
-  engines.ort = await createOnnxRuntimeEngine().load();
-  console.log(
-    `\n3. The same networks on TensorFlow (wasm) and ONNX Runtime ${engines.ort.version} through Kiln: inferences/s (CPU ms per inference)\n`,
-  );
-  console.log(
-    '| model | batch | TensorFlow wasm | ORT 1 thread | ORT 2 threads | ORT 1 thread vs TF | ORT 2 threads vs TF | max |Δ| TF vs ORT |',
-  );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
-  for (const [model, batch] of [
-    [bigCnn, 1],
-    [cnn, 1],
-    [cnn, 8],
-    [mlp, 1],
-    [mlp, 8],
-  ] as const) {
-    await sideBySide(engines, model, batch);
+  if (sections.has('2')) {
+    console.log(
+      "\n2. Kiln vs raw tfjs in one worker thread (the engine inline): Kiln's own code\n",
+    );
+    console.log(
+      '| model | raw tfjs µs/call | raw/Kiln, wall | raw/Kiln, CPU | Kiln − raw, CPU µs/call |',
+    );
+    console.log('| --- | ---: | --- | --- | ---: |');
+    const jobs: SameThreadJob[] = [
+      {
+        label: bigCnn.name,
+        modelDir: bigCnn.tfjsDir,
+        inputName: 'x',
+        input: inputFor(bigCnn, 1),
+        shape: [1, ...bigCnn.tfjsExample],
+        rounds: sameThreadRounds,
+        calls: 1,
+      },
+      {
+        label: cnn.name,
+        modelDir: cnn.tfjsDir,
+        inputName: 'x',
+        input: inputFor(cnn, 1),
+        shape: [1, ...cnn.tfjsExample],
+        rounds: sameThreadRounds,
+        calls: 4,
+      },
+      {
+        label: 'affine 4→2',
+        modelDir: tiny.dir,
+        inputName: 'x',
+        input: Float32Array.of(1, 2, 3, 4),
+        shape: [1, 4],
+        rounds: sameThreadRounds,
+        calls: 200,
+      },
+    ];
+    for (const result of await sameThread(jobs)) {
+      const cost = medianOf(result.measured.cpu, (r) => r.kiln! - r.raw!) * 1000;
+      console.log(
+        `| ${result.label} | ${(medianOf(result.measured.wall, (r) => r.raw!) * 1000).toFixed(0)} | ` +
+          `${ratioOf(result.measured.wall, 'raw', 'kiln').text} | **${ratioOf(result.measured.cpu, 'raw', 'kiln').text}** | ${cost.toFixed(1)} |`,
+      );
+    }
   }
 
-  engines.tfCpu = await createTensorFlowEngine({ backend: 'cpu' }).load();
-  console.log('\n4. The pure-JavaScript cpu backend\n');
-  await cpuVersusWasm(engines, cnn);
+  if (sections.has('3')) {
+    engines.ort = await createOnnxRuntimeEngine().load();
+    console.log(
+      `\n3. The same networks on TensorFlow (wasm) and ONNX Runtime ${engines.ort.version} through Kiln: inferences/s (CPU ms per inference)\n`,
+    );
+    console.log(
+      '| model | batch | TensorFlow wasm | ORT 1 thread | ORT 2 threads | ORT 1 thread vs TF | ORT 2 threads vs TF | max |Δ| TF vs ORT |',
+    );
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+    for (const [model, batch] of [
+      [bigCnn, 1],
+      [cnn, 1],
+      [cnn, 8],
+      [mlp, 1],
+      [mlp, 8],
+    ] as const) {
+      await sideBySide(engines, model, batch);
+    }
+  }
+
+  if (sections.has('4')) {
+    engines.tfCpu = await createTensorFlowEngine({ backend: 'cpu' }).load();
+    console.log('\n4. The pure-JavaScript cpu backend\n');
+    await cpuVersusWasm(engines, cnn);
+  }
 } finally {
   await rm(dir, { recursive: true, force: true });
 }
