@@ -103,12 +103,12 @@ async function placeBlockingModel(
   const probe = pool.forwardProbe();
   const limit = settings.inlineForwardLimitUs;
   if (probe === undefined) return pool;
-  if (!('medianUs' in probe)) {
+  if (!('bestUs' in probe)) {
     pool.notePlacement({ kind: 'thread', reason: `not timed: ${probe.skipped}`, probe });
     return pool;
   }
-  const timed = `a batch of ${probe.batch} took ${probe.medianUs} µs on a thread (inline limit ${limit} µs)`;
-  if (probe.medianUs > limit) {
+  const timed = `a batch of ${probe.batch} took ${probe.bestUs} µs at best (median ${probe.medianUs} µs) on a thread (inline limit ${limit} µs)`;
+  if (probe.bestUs > limit) {
     pool.notePlacement({ kind: 'thread', reason: timed, probe });
     return pool;
   }

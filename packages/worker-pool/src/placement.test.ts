@@ -57,8 +57,14 @@ describe.skipIf(!run)('where a blocking engine runs (placement)', () => {
       const { placement, workerGroups } = pool.describe();
       expect(placement.kind).toBe('inline');
       // The probe timed the batch the pool will run: the adaptive size, the model has a batch axis.
-      expect(placement.probe).toMatchObject({ batch: 8, medianUs: expect.any(Number) });
-      expect(placement.reason).toMatch(/a batch of 8 took \d+ µs on a thread/);
+      expect(placement.probe).toMatchObject({
+        batch: 8,
+        bestUs: expect.any(Number),
+        medianUs: expect.any(Number),
+      });
+      expect(placement.reason).toMatch(
+        /a batch of 8 took \d+ µs at best \(median \d+ µs\) on a thread/,
+      );
       expect(workerGroups[0]!.workers.map((w) => w.kind)).toEqual(['inline']);
       await expect(pool.predict({ tensors: x() })).resolves.toMatchObject({ type: 'tensors' });
     } finally {
@@ -74,7 +80,7 @@ describe.skipIf(!run)('where a blocking engine runs (placement)', () => {
     try {
       const { placement, workerGroups } = pool.describe();
       expect(placement.kind).toBe('thread');
-      expect(placement.reason).toMatch(/took \d+ µs on a thread \(inline limit 0 µs\)/);
+      expect(placement.reason).toMatch(/took \d+ µs at best .* on a thread \(inline limit 0 µs\)/);
       const worker = workerGroups[0]!.workers[0]!;
       expect(worker.kind).toBe('thread');
       expect(worker.threadId).not.toBe(threadId);
@@ -112,10 +118,10 @@ describe.skipIf(!run)('where a blocking engine runs (placement)', () => {
 });
 
 describe('placement settings', () => {
-  it('defaults to auto with a 250 µs limit and refuses unknown placements', () => {
+  it('defaults to auto with a 400 µs limit and refuses unknown placements', () => {
     expect(resolveWorkerPoolSettings()).toMatchObject({
       placement: 'auto',
-      inlineForwardLimitUs: 250,
+      inlineForwardLimitUs: 400,
     });
     expect(() => resolveWorkerPoolSettings({ placement: 'gpu' as never })).toThrow(
       /placement must be one of auto, thread, inline/,
