@@ -66,7 +66,7 @@ describe('placement of a tiny ONNX model', () => {
     expect(logLines.find((l) => l.msg === 'model ready')).toMatchObject({
       model: 'm',
       placement: 'inline',
-      placementReason: expect.stringContaining('µs on a thread'),
+      placementReason: expect.stringMatching(/µs at best .* on a thread/),
     });
   });
 
