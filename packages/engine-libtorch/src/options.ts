@@ -20,7 +20,11 @@ export interface LibTorchEngineOptions {
   readonly useCudnn?: boolean;
   /** cuDNN autotuning (`cudnn_benchmark`); default: LibTorch's (off). */
   readonly cudnnBenchmark?: boolean;
-  /** Freeze and fuse after load (`optimize_for_inference`); default false. */
+  /**
+   * Freeze and fuse after load (`optimize_for_inference`): conv-batchnorm folding, oneDNN
+   * layouts. Default true (1.3-1.9x faster on ResNet-18 at batch 1 and 8, bench/libtorch); a
+   * module that cannot be optimized then loads as it is.
+   */
   readonly optimizeForInference?: boolean;
 }
 
@@ -33,6 +37,8 @@ export interface PtModelSettings {
   readonly useCudnn: boolean | undefined;
   readonly cudnnBenchmark: boolean | undefined;
   readonly optimizeForInference: boolean;
+  /** Nobody chose optimize_for_inference: a module it fails on loads unoptimized. */
+  readonly optimizeByDefault: boolean;
   /** DJL's `mapLocation`: deserialize straight onto the model's device (default true). */
   readonly mapLocation: boolean;
   /** DJL's `extraFiles`: names of files in the archive to read back. */
@@ -76,7 +82,10 @@ export function resolveModelSettings(
     useCudnn: o.boolean('use_cudnn') ?? engine.useCudnn,
     cudnnBenchmark: o.boolean('cudnn_benchmark') ?? engine.cudnnBenchmark,
     optimizeForInference:
-      o.boolean('optimize_for_inference') ?? engine.optimizeForInference ?? false,
+      o.boolean('optimize_for_inference') ?? engine.optimizeForInference ?? true,
+    optimizeByDefault:
+      o.boolean('optimize_for_inference') === undefined &&
+      engine.optimizeForInference === undefined,
     mapLocation: o.boolean('mapLocation') ?? true,
     extraFiles: (o.string('extraFiles') ?? '')
       .split(',')

@@ -65,6 +65,8 @@ export class PtModel implements Model {
     readonly settings: PtModelSettings,
     private readonly module: ModuleWrap,
     files: Readonly<Record<string, string>>,
+    /** Why the default optimize_for_inference was not applied, when it failed. */
+    private readonly optimizeError: string | undefined = undefined,
   ) {
     this.name = request.name;
     this.device = request.device;
@@ -99,19 +101,32 @@ export class PtModel implements Model {
     if (settings.numInteropThreads !== undefined) {
       await native(() => binding.setGlobals({ numInteropThreads: settings.numInteropThreads }));
     }
-    const { module, extraFiles } = await native(
-      () =>
-        binding.ModuleWrap.load(file, {
-          device: torchDevice(request.device),
-          mapLocation: settings.mapLocation,
-          extraFiles: [...settings.extraFiles, SIGNATURE_FILE],
-          optimizeForInference: settings.optimizeForInference,
-        }),
-      KilnErrorCode.ModelLoadFailed,
-    );
+    const load = (optimizeForInference: boolean) =>
+      native(
+        () =>
+          binding.ModuleWrap.load(file, {
+            device: torchDevice(request.device),
+            mapLocation: settings.mapLocation,
+            extraFiles: [...settings.extraFiles, SIGNATURE_FILE],
+            optimizeForInference,
+          }),
+        KilnErrorCode.ModelLoadFailed,
+      );
+    let loaded: Awaited<ReturnType<typeof load>>;
+    let optimizeError: string | undefined;
+    try {
+      loaded = await load(settings.optimizeForInference);
+    } catch (error) {
+      // Freezing fails on some modules (attributes set in forward, unsupported ops): by
+      // default such a module still loads, unoptimized, and describe() says why.
+      if (!settings.optimizeForInference || !settings.optimizeByDefault) throw error;
+      loaded = await load(false);
+      optimizeError = error instanceof Error ? error.message : String(error);
+    }
+    const { module, extraFiles } = loaded;
     let model: PtModel;
     try {
-      model = new PtModel(request, file, settings, module, extraFiles);
+      model = new PtModel(request, file, settings, module, extraFiles, optimizeError);
       if (settings.warmup) await model.warmUp(settings.warmup, settings.warmupIterations);
     } catch (error) {
       module.dispose();
@@ -135,6 +150,7 @@ export class PtModel implements Model {
       parameters: d.parameters,
       buffers: d.buffers,
       optimizedForInference: d.optimizedForInference,
+      ...(this.optimizeError === undefined ? {} : { optimizeError: this.optimizeError }),
       signature: this.declaredSignature ? 'stored' : 'schema',
       extraFiles: Object.keys(this.extraFiles),
       settings: this.settings,

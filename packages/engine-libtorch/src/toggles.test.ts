@@ -2,14 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Engine, EngineRegistry, NDList } from '@kiln/core';
+import { CPU, type Engine, EngineRegistry, NDList, servingPropertiesFrom } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import type { HostTensor } from '@kiln/libtorch-native';
 import { libtorch } from './native.js';
 import { probeLibTorch } from './probe.js';
 import { provider } from './provider.js';
 import type { PtExecutionContext } from './pt-execution-context.js';
-import type { PtModel } from './pt-model.js';
+import { PtModel } from './pt-model.js';
 import { convSpec, loadFolder, modelFolder, randomTensor } from './test-support/models.js';
 
 const availability = await checkEngine('PyTorch', probeLibTorch);
@@ -57,8 +57,16 @@ describe.skipIf(!availability.run)('PyTorch engine toggles', () => {
   });
 
   it('switches oneDNN convolutions on and off', async () => {
-    const [enabled, enabledContext] = await contextFor({ use_mkldnn: 'true', num_threads: '2' });
-    const [disabled, disabledContext] = await contextFor({ use_mkldnn: 'false', num_threads: '2' });
+    const [enabled, enabledContext] = await contextFor({
+      use_mkldnn: 'true',
+      num_threads: '2',
+      optimize_for_inference: 'false',
+    });
+    const [disabled, disabledContext] = await contextFor({
+      use_mkldnn: 'false',
+      num_threads: '2',
+      optimize_for_inference: 'false',
+    });
     const withOneDnn = await enabledContext.forwardValues([image()], { recordOps: true });
     const without = await disabledContext.forwardValues([image()], { recordOps: true });
     expect(withOneDnn.observed.mkldnn).toBe(true);
@@ -95,9 +103,9 @@ describe.skipIf(!availability.run)('PyTorch engine toggles', () => {
     await Promise.all([model.dispose(), other.dispose()]);
   });
 
-  it('freezes and fuses with optimize_for_inference, computing the same result', async () => {
-    const [plain, plainContext] = await contextFor({});
-    const [optimized, optimizedContext] = await contextFor({ optimize_for_inference: 'true' });
+  it('freezes and fuses by default (optimize_for_inference), computing the same result', async () => {
+    const [plain, plainContext] = await contextFor({ optimize_for_inference: 'false' });
+    const [optimized, optimizedContext] = await contextFor({});
     expect(plain.describe()).toMatchObject({
       optimizedForInference: false,
       parameters: { count: 2 },
@@ -111,6 +119,45 @@ describe.skipIf(!availability.run)('PyTorch engine toggles', () => {
     const b = (await optimizedContext.forward(NDList.of(image()))).get(0).data as Float32Array;
     for (let i = 0; i < a.length; i += 97) expect(b[i]).toBeCloseTo(a[i]!, 4);
     await Promise.all([plain.dispose(), optimized.dispose()]);
+  });
+
+  it('loads a module it cannot optimize unoptimized by default, and fails when asked to', async () => {
+    // A binding whose freezing fails, as it does for some modules.
+    const real = libtorch();
+    const failing = {
+      ...real,
+      ModuleWrap: Object.create(real.ModuleWrap, {
+        load: {
+          value: (file: string, options: { optimizeForInference?: boolean }) =>
+            options.optimizeForInference
+              ? Promise.reject(new Error('freezing is not supported for this module'))
+              : real.ModuleWrap.load(file, options),
+        },
+      }) as typeof real.ModuleWrap,
+    } as typeof real;
+    const request = (options: Record<string, string>) => {
+      const properties = servingPropertiesFrom(
+        Object.fromEntries(Object.entries(options).map(([k, v]) => [`option.${k}`, v])),
+      );
+      return {
+        name: 'conv',
+        modelDir: convDir,
+        device: CPU,
+        options: properties.options,
+        properties,
+      };
+    };
+    const model = await PtModel.load(failing, request({}), {});
+    expect(model.describe()).toMatchObject({
+      optimizedForInference: false,
+      optimizeError: expect.stringContaining('freezing is not supported'),
+    });
+    const context = await model.newExecutionContext();
+    expect((await context.forward(NDList.of(image()))).get(0).shape).toEqual([1, 8, 98, 98]);
+    await model.dispose();
+    await expect(
+      PtModel.load(failing, request({ optimize_for_inference: 'true' }), {}),
+    ).rejects.toMatchObject({ message: expect.stringContaining('freezing is not supported') });
   });
 
   it('warms up configured shapes at load, so the first request runs the optimized plan', async () => {
