@@ -3,8 +3,9 @@
  * Python torch, on torchvision's ResNet-18 (random weights, scripted by /usr/bin/python3 at
  * bench time), with the same intra-op threads, at batch 1 and 8. Each contender is its own
  * process with the model loaded; they take turns running short segments of forwards (the
- * order rotating), so all see the same machine load. Then Kiln's fixed cost per call,
- * optimize_for_inference on vs off, and the memory of 4 predictors against 1.
+ * order rotating), so all see the same machine load. Kiln runs at its defaults
+ * (optimize_for_inference on); Python and C++ run the module as loaded. Then Kiln's fixed
+ * cost per call, optimize_for_inference on vs off, and the memory of 4 predictors against 1.
  *
  *   node -C @kiln/source --import tsx bench/libtorch/run.ts [--segments 12] [--threads 2] [--batches 1,8]
  *                                           [--omp-wait-policy passive] [--malloc retain|one-arena]
@@ -117,7 +118,7 @@ try {
     console.log(
       `batch ${batch}: median ms/forward kiln ${fmt(median(m.kiln!))} | c++ ${fmt(median(m.cpp!))} | python ${fmt(median(m.python!))}\n` +
         `  kiln vs c++ loop   ${fmt(ratio(m.cpp!, m.kiln!))}× throughput (target ≥ 0.97)\n` +
-        `  kiln vs python     ${fmt(ratio(m.python!, m.kiln!))}× throughput (target ≥ 1.0)`,
+        `  kiln vs python     ${fmt(ratio(m.python!, m.kiln!))}× throughput (target ≥ ${batch === 1 ? '1.1' : '1.0'})`,
     );
   }
 
@@ -140,11 +141,11 @@ try {
 
   const b1 = { modelDir: dir, threads, batch: 1 };
   const o = await withRunners(
-    { plain: ['kiln', b1], optimized: ['kiln', b1, ['optimize_for_inference=true']] },
+    { plain: ['kiln', b1, ['optimize_for_inference=false']], optimized: ['kiln', b1] },
     (runners) => turns(runners, Math.ceil(segments / 2), forwardsFor(1)),
   );
   console.log(
-    `optimize_for_inference (batch 1): ${fmt(median(o.plain!))} → ${fmt(median(o.optimized!))} ms/forward, ${fmt(ratio(o.plain!, o.optimized!))}× faster`,
+    `optimize_for_inference (batch 1, on by default): off ${fmt(median(o.plain!))} → on ${fmt(median(o.optimized!))} ms/forward, ${fmt(ratio(o.plain!, o.optimized!))}× faster`,
   );
 
   const one = await memory(dir, 'shared', 1, 3);
