@@ -97,7 +97,7 @@ export async function startKiln(
   );
   const ready = await waitForOutput(child, /READY/, /FAILED|error:/);
   // The CLI's line names where the model runs: `READY in 80 ms (inline: …)`.
-  const placement = /\((thread|inline): ([^)]*)\)/.exec(ready);
+  const placement = /\((thread|inline): (.*)\)\s*$/.exec(ready);
   return {
     url: `http://127.0.0.1:${port}`,
     stop: () => stopChild(child),
