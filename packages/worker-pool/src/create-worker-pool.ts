@@ -160,7 +160,11 @@ async function startInlinePool(
         perDevice: {},
       },
     },
-    { release: () => model.dispose(), placement: { kind: 'inline', ...placement } },
+    {
+      release: () => model.dispose(),
+      placement: { kind: 'inline', ...placement },
+      oneWorker: true,
+    },
   );
   await pool.start();
   return pool;
@@ -175,7 +179,7 @@ function isShared<I, O>(
 /** Inline workers over one model loaded on the main thread. */
 function sharedPool<I, O>(
   options: WorkerPoolOptions<SharedModel<I, O>, I>,
-  extra: { release?: () => Promise<void>; placement?: PlacementReport } = {},
+  extra: { release?: () => Promise<void>; placement?: PlacementReport; oneWorker?: boolean } = {},
 ): WorkerPool<I, O> {
   const { shared, translator } = options.model;
   const device = shared.device;
@@ -193,6 +197,7 @@ function sharedPool<I, O>(
     clock: options.clock,
     bucketOf: options.bucketOf,
     release: extra.release,
+    oneWorker: extra.oneWorker,
     placement: extra.placement ?? {
       kind: 'inline',
       reason: 'the engine runs off the JavaScript thread itself',

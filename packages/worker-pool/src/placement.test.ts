@@ -40,6 +40,12 @@ describe.skipIf(!run)('where a blocking engine runs (placement)', () => {
       expect(workers).toHaveLength(1);
       expect(workers[0]).toMatchObject({ kind: 'inline', threadId: undefined, intraOpThreads: 1 });
       expect(description.workerGroups[0]).toMatchObject({ maxWorkers: 1 });
+      // More workers would only take turns on this thread.
+      await expect(pool.scale({ maxWorkers: 3 })).rejects.toMatchObject({
+        code: 'INVALID_CONFIG',
+        message: expect.stringContaining('load it with placement=thread to run more'),
+      });
+      await pool.scale({ minWorkers: 0, maxWorkers: 1 });
       const output = await pool.predict({ tensors: x() });
       if (output.type !== 'tensors') throw new Error(`expected tensors, got ${output.type}`);
       expect(Array.from(output.tensors.get('y').data as Float32Array)).toEqual([0, 0, 4, 0]);

@@ -71,6 +71,11 @@ export interface WorkerPoolInit<I, O> {
   readonly release?: (() => Promise<void>) | undefined;
   /** Where its workers run and why, for describe(). */
   readonly placement: PlacementReport;
+  /**
+   * A blocking engine's model placed on the calling thread: more workers would run one after
+   * another on that thread, each with its own copy, so scale() refuses more than one.
+   */
+  readonly oneWorker?: boolean | undefined;
 }
 
 export { hasBatchAxis };
@@ -115,6 +120,7 @@ export class WorkerPool<I, O> {
   private readonly clock: Clock;
   private readonly release: (() => Promise<void>) | undefined;
   private placement: PlacementReport;
+  private readonly oneWorker: boolean;
 
   constructor(options: WorkerPoolInit<I, O>) {
     const { settings, clock = systemClock } = options;
@@ -124,6 +130,7 @@ export class WorkerPool<I, O> {
     this.clock = clock;
     this.release = options.release;
     this.placement = options.placement;
+    this.oneWorker = options.oneWorker ?? false;
     this.batching = { batchSize: settings.batchSize, maxBatchDelayMs: settings.maxBatchDelayMs };
     this.queue = new JobQueue<I, O>({
       capacity: settings.jobQueueSize,
@@ -192,6 +199,12 @@ export class WorkerPool<I, O> {
       throw new KilnError(
         KilnErrorCode.InvalidConfig,
         `model ${this.name} has no workers on ${options.device} (devices: ${this.groups.map((g) => g.name).join(', ')})`,
+      );
+    }
+    if (this.oneWorker && (options.maxWorkers ?? 1) > 1) {
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `model ${this.name} runs inline on the calling thread (${this.placement.reason}), with one worker; load it with placement=thread to run more`,
       );
     }
     const limits = groups.map((g) =>
