@@ -72,27 +72,33 @@ async function run(total: number, concurrency: number): Promise<Map<number, numb
 
 describe('load', () => {
   it(
-    'serves 3000 requests at concurrency 64 with no failure and flat memory',
-    { timeout: 180_000 },
+    'serves 2 × 3000 requests at concurrency 64 with no failure and flat memory',
+    { timeout: 240_000 },
     async () => {
       const warmUp = await run(2000, 64);
       expect([...warmUp.keys()]).toEqual([200]);
       const afterWarmUp = await settledMemory();
-      const statuses = await run(3000, 64);
-      expect(Object.fromEntries(statuses)).toEqual({ 200: 3000 });
+      const first = await run(3000, 64);
+      const middle = await settledMemory();
+      const second = await run(3000, 64);
+      expect(Object.fromEntries(first)).toEqual({ 200: 3000 });
+      expect(Object.fromEntries(second)).toEqual({ 200: 3000 });
       const after = await settledMemory();
       expect(after.heap / afterWarmUp.heap).toBeLessThan(1.1);
-      expect(after.rss / afterWarmUp.rss).toBeLessThan(1.25);
+      // Resident size settles later than the heap (malloc arenas, V8's pages): a leak keeps
+      // growing through the second half, a warming process does not.
+      expect(after.rss / middle.rss).toBeLessThan(1.1);
+      expect(after.rss / afterWarmUp.rss).toBeLessThan(1.5);
       const metrics = await (await fetch(`${t.metrics}/metrics`)).text();
       const count = Number(
         /kiln_requests_total\{api="inference",route="\/predictions\/:model",model="addmul",status="200"\} (\d+)/.exec(
           metrics,
         )?.[1],
       );
-      expect(count).toBe(5000);
+      expect(count).toBe(8000);
       // Batching happened: fewer executions than requests.
       const batches = Number(/kiln_batch_size_count\{model="addmul"\} (\d+)/.exec(metrics)?.[1]);
-      expect(batches).toBeLessThan(5000);
+      expect(batches).toBeLessThan(8000);
     },
   );
 });
