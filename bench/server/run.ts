@@ -90,7 +90,7 @@ const scenarios: Scenario[] = [
     concurrency: 64,
     contenders: [
       { name: 'kiln defaults', kind: 'kiln' },
-      { name: 'kiln on threads', kind: 'kiln', properties: { placement: 'thread' } },
+      { name: 'kiln auto', kind: 'kiln', properties: { placement: 'auto' } },
       { name: 'kiln inline', kind: 'kiln', properties: { placement: 'inline' } },
       {
         name: 'kiln batch 32',
@@ -113,10 +113,10 @@ const scenarios: Scenario[] = [
         goal: { atLeast: 2 },
       },
       {
-        // What placement=auto chooses between, on the same load.
-        label: 'kiln inline ÷ kiln on threads',
+        // What placement=auto chooses between (the server's default runs on threads).
+        label: 'kiln inline ÷ kiln defaults',
         of: 'kiln inline',
-        over: 'kiln on threads',
+        over: 'kiln defaults',
         goal: { atLeast: 1 },
       },
     ],

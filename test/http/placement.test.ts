@@ -1,6 +1,7 @@
-// Where the server runs a model of a blocking engine (ONNX Runtime): a tiny model timed under
-// the inline limit runs on the main thread, one over it on worker threads; describe-model and
-// the "model ready" log line say which and why, and the answers are the same either way.
+// Where the server runs a model of a blocking engine (ONNX Runtime) with placement=auto (the
+// server's default is thread): a tiny model timed under the inline limit runs on the main
+// thread, one over it on worker threads; describe-model and the "model ready" log line say
+// which and why, and the answers are the same either way.
 import fs from 'node:fs';
 import path from 'node:path';
 import { Writable } from 'node:stream';
@@ -30,12 +31,12 @@ describe('placement of a tiny ONNX model', () => {
     // A limit no run exceeds, and one every run exceeds: auto decides from the timing.
     inline = await startTestServer({
       models: [`m=${model}`],
-      config: { inline_forward_limit_us: '100000000' },
+      config: { placement: 'auto', inline_forward_limit_us: '100000000' },
       logger,
     });
     threads = await startTestServer({
       models: [`m=${model}`],
-      config: { inline_forward_limit_us: '0' },
+      config: { placement: 'auto', inline_forward_limit_us: '0' },
     });
     await Promise.all([inline.settled(), threads.settled()]);
   });

@@ -21,7 +21,7 @@ describe('loadServerConfig', () => {
     expect(
       loadServerConfig({ env: {}, overrides: { auto_batch_size: '0' } }).modelDefaults,
     ).toMatchObject({ batchSize: undefined, autoBatchSize: 0 });
-    expect(config.modelDefaults).toMatchObject({ placement: 'auto', inlineForwardLimitUs: 400 });
+    expect(config.modelDefaults).toMatchObject({ placement: 'thread', inlineForwardLimitUs: 400 });
     expect(
       loadServerConfig({ env: {}, overrides: { placement: 'inline' } }).modelDefaults.placement,
     ).toBe('inline');

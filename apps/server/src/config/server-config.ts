@@ -64,7 +64,11 @@ export interface ServerConfig {
      * adaptive batching off: batch size 1 unless chosen).
      */
     readonly autoBatchSize: number;
-    /** `placement`: where blocking engines' workers run (auto, thread, inline). */
+    /**
+     * `placement`: where blocking engines' workers run (auto, thread, inline). `thread` by
+     * default: a client chooses how many rows a request carries, and a model run inline
+     * blocks the event loop for all of them.
+     */
     readonly placement: Placement;
     /** `inline_forward_limit_us`: the longest full batch `auto` runs on the main thread. */
     readonly inlineForwardLimitUs: number;
@@ -101,7 +105,7 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
   batch_size: '',
   auto_batch_size: '32',
-  placement: 'auto',
+  placement: 'thread',
   inline_forward_limit_us: String(WORKER_POOL_DEFAULTS.inlineForwardLimitUs),
   max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
   max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),
