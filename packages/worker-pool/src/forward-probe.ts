@@ -35,21 +35,26 @@ export interface ForwardProbeRequest {
 const TIMED_RUNS = 5;
 /** Cold runs this many times the limit end the probe: a large model. */
 const COLD_SLACK = 100;
+/** Past the shortest warm-up, runs this many times the limit end it: no warming gets there. */
+const HOPELESS_SLACK = 8;
 /** After the warm-up, a batch-1 run this many times the limit ends it too. */
 const WARM_SLACK = 4;
 /**
- * Batch-1 runs before timing, for at most this long: a new thread runs WebAssembly and hot
- * JavaScript unoptimised at first (tfjs's wasm backend takes ~100 runs to reach full speed).
+ * Batch-1 runs warm the code up before timing: a new thread runs WebAssembly and hot
+ * JavaScript unoptimised at first (tfjs's wasm backend reaches full speed only after ~0.5–1 s
+ * of runs). The warm-up lasts until the fastest run has not improved by 5 % for
+ * WARM_UP_STABLE_MS, between WARM_UP_MIN_MS and WARM_UP_MAX_MS.
  */
-const WARM_UP_MS = 250;
-const WARM_UP_RUNS = 100;
+const WARM_UP_MIN_MS = 200;
+const WARM_UP_MAX_MS = 1500;
+const WARM_UP_STABLE_MS = 200;
 
 /**
  * Times the model on zero tensors shaped as its inputs declare, `batch` one-row requests per
  * run, through the worker's own Predictor (what one inline run would block the event loop
  * for). Batch-1 runs come first and warm the code up: a model far slower than `limitUs`
- * there ends the probe, so a large model pays one or two extra forwards at start, a model of
- * a few milliseconds the warm-up time.
+ * there ends the probe, so a large model pays one extra forward at start, a model of a few
+ * milliseconds 200 ms of runs, a small one until its speed settles (at most 1.5 s).
  */
 export async function probeForward(
   model: Model,
@@ -88,10 +93,19 @@ async function timeBatches(
   const cold = await run(1);
   if (cold > options.limitUs * COLD_SLACK) return slow(cold);
   let best = Infinity;
-  const until = performance.now() + WARM_UP_MS;
-  for (let i = 0; i < WARM_UP_RUNS && performance.now() < until; i++) {
-    best = Math.min(best, await run(1));
+  const started = performance.now();
+  let improvedAt = started;
+  for (;;) {
+    const us = await run(1);
+    const now = performance.now();
+    if (us < best * 0.95) improvedAt = now;
+    best = Math.min(best, us);
     if (best > options.limitUs * COLD_SLACK) return slow(best);
+    const elapsed = now - started;
+    if (elapsed >= WARM_UP_MAX_MS) break;
+    if (elapsed < WARM_UP_MIN_MS) continue;
+    if (best > options.limitUs * HOPELESS_SLACK) return slow(best);
+    if (now - improvedAt >= WARM_UP_STABLE_MS) break;
   }
   if (best > options.limitUs * WARM_SLACK) return slow(best);
   await run(batch); // warm-up at the full batch
