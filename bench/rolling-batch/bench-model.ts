@@ -67,6 +67,40 @@ export async function randomModel(root: string, size: RandomDecoderSize): Promis
   };
 }
 
+/** The parseArgs options that choose the model, shared by the benches of this folder. */
+export const BENCH_MODEL_OPTIONS = {
+  /** A KV-cache decoder folder; default: the tiny GPT trained on the KJV. */
+  model: { type: 'string' },
+  /** A random-weight decoder of the size below instead. */
+  random: { type: 'boolean', default: false },
+  layers: { type: 'string', default: '2' },
+  hidden: { type: 'string', default: '1024' },
+  attention: { type: 'string', default: '64' },
+  heads: { type: 'string', default: '2' },
+} as const;
+
+/** The model the parsed BENCH_MODEL_OPTIONS choose; a random one is written into `root`. */
+export function benchModelFrom(
+  values: {
+    model?: string | undefined;
+    random?: boolean | undefined;
+    layers: string;
+    hidden: string;
+    attention: string;
+    heads: string;
+  },
+  root: string,
+): Promise<BenchModel> {
+  return values.random
+    ? randomModel(root, {
+        layers: Number(values.layers),
+        hidden: Number(values.hidden),
+        heads: Number(values.heads),
+        attentionDim: Number(values.attention),
+      })
+    : trainedModel(values.model, (line) => console.log(`  ${line}`));
+}
+
 /** The Psalms from Debian's bible-kjv, one verse each, references stripped; none without it. */
 function psalms(): string[] {
   const out = spawnSync(KJV_PROGRAM, ['-f', 'Ps1:1-Ps150:6'], {

@@ -17,7 +17,7 @@ import {
   spreadOf,
 } from '../harness/figures.js';
 import { orderOf } from '../harness/rounds.js';
-import { type BenchModel, randomModel, trainedModel } from './bench-model.js';
+import { BENCH_MODEL_OPTIONS, type BenchModel, benchModelFrom } from './bench-model.js';
 import { RequestLevelBatcher } from './request-level.js';
 import { StepCounter } from './step-counter.js';
 import { type Generator, type RunFigures, makeWorkload, runWorkload } from './workload.js';
@@ -28,32 +28,18 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     'gap-ms': { type: 'string', default: '15' },
     'prompt-max': { type: 'string', default: '64' },
-    /** A KV-cache decoder folder; default: the tiny GPT trained on the KJV. */
-    model: { type: 'string' },
-    /** A random-weight decoder of the size below instead. */
-    random: { type: 'boolean', default: false },
+    ...BENCH_MODEL_OPTIONS,
     /** ONNX Runtime intra-op threads; see bench/README.md for why one is the default. */
     threads: { type: 'string', default: '1' },
     /** OrtStepDecoder's decodeRunCost (Infinity: one decode run per step); default its estimate. */
     'decode-run-cost': { type: 'string' },
-    layers: { type: 'string', default: '2' },
-    hidden: { type: 'string', default: '1024' },
-    attention: { type: 'string', default: '64' },
-    heads: { type: 'string', default: '2' },
   },
 });
 const requests = Number(values.requests);
 const rounds = Number(values.rounds);
 
 const root = await mkdtemp(join(tmpdir(), 'kiln-bench-rolling-'));
-const model: BenchModel = values.random
-  ? await randomModel(root, {
-      layers: Number(values.layers),
-      hidden: Number(values.hidden),
-      heads: Number(values.heads),
-      attentionDim: Number(values.attention),
-    })
-  : await trainedModel(values.model, (line) => console.log(`  ${line}`));
+const model: BenchModel = await benchModelFrom(values, root);
 const decoder = await OrtStepDecoder.load(model.dir, {
   startThread: startInferenceThread,
   session: { intraOpNumThreads: Number(values.threads) },

@@ -8,31 +8,19 @@ import { parseArgs } from 'node:util';
 import { type DecoderSequence, OrtStepDecoder } from '@kiln/engine-onnxruntime';
 import { startInferenceThread } from '@kiln/worker-pool';
 import { loadAverage, machineLine, median } from '../harness/figures.js';
-import { type BenchModel, randomModel, trainedModel } from './bench-model.js';
+import { BENCH_MODEL_OPTIONS, type BenchModel, benchModelFrom } from './bench-model.js';
 
 const { values } = parseArgs({
   options: {
-    model: { type: 'string' },
-    random: { type: 'boolean', default: false },
+    ...BENCH_MODEL_OPTIONS,
     /** ONNX Runtime intra-op threads; see bench/README.md for why one is the default. */
     threads: { type: 'string', default: '1' },
-    layers: { type: 'string', default: '2' },
-    hidden: { type: 'string', default: '1024' },
-    attention: { type: 'string', default: '64' },
-    heads: { type: 'string', default: '2' },
     steps: { type: 'string', default: '30' },
     rounds: { type: 'string', default: '3' },
   },
 });
 const root = await mkdtemp(join(tmpdir(), 'kiln-bench-step-'));
-const model: BenchModel = values.random
-  ? await randomModel(root, {
-      layers: Number(values.layers),
-      hidden: Number(values.hidden),
-      heads: Number(values.heads),
-      attentionDim: Number(values.attention),
-    })
-  : await trainedModel(values.model, (line) => console.log(`  ${line}`));
+const model: BenchModel = await benchModelFrom(values, root);
 const decoder = await OrtStepDecoder.load(model.dir, {
   startThread: startInferenceThread,
   session: { intraOpNumThreads: Number(values.threads) },
