@@ -140,7 +140,7 @@ export function resolveWorkerPoolSettings(input: WorkerPoolSettingsInput = {}): 
       input.autoBatchSize === undefined
         ? undefined
         : integer('autoBatchSize', input.autoBatchSize, 1),
-    placement: placement(input.placement ?? WORKER_POOL_DEFAULTS.placement),
+    placement: parsePlacement(input.placement ?? WORKER_POOL_DEFAULTS.placement),
     inlineForwardLimitUs: integer(
       'inlineForwardLimitUs',
       input.inlineForwardLimitUs ?? WORKER_POOL_DEFAULTS.inlineForwardLimitUs,
@@ -211,7 +211,7 @@ export function workerPoolSettingsFromProperties(
   if (raw.max_batch_delay !== undefined) settings.maxBatchDelayMs = properties.maxBatchDelayMs;
   if (raw.job_queue_size !== undefined) settings.jobQueueSize = properties.jobQueueSize;
   if (raw.placement !== undefined)
-    settings.placement = placement(raw.placement.trim(), 'serving.properties placement');
+    settings.placement = parsePlacement(raw.placement.trim(), 'serving.properties placement');
   const limit = propertyInt(raw, 'inline_forward_limit_us');
   if (limit !== undefined) settings.inlineForwardLimitUs = limit;
   if (raw.max_idle_time !== undefined) settings.maxIdleTimeS = properties.maxIdleTimeS;
@@ -246,7 +246,8 @@ function checkLimits(prefix: string, limits: WorkerLimits): void {
   }
 }
 
-function placement(value: string, name = 'placement'): Placement {
+/** A placement named in configuration; anything else is INVALID_CONFIG naming `name`. */
+export function parsePlacement(value: string, name = 'placement'): Placement {
   if (!(PLACEMENTS as readonly string[]).includes(value)) {
     throw new KilnError(
       KilnErrorCode.InvalidConfig,

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'dot-properties';
 import { KilnError, KilnErrorCode, SERVING_DEFAULTS, type ServingProperties } from '@kiln/core';
-import { PLACEMENTS, type Placement, WORKER_POOL_DEFAULTS } from '@kiln/worker-pool';
+import { type Placement, WORKER_POOL_DEFAULTS, parsePlacement } from '@kiln/worker-pool';
 import { parseGrpcAddress } from '../grpc/grpc-address.js';
 
 /** Everything the server reads from config.properties (and KILN_* environment variables). */
@@ -227,7 +227,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       jobQueueSize: int('job_queue_size', 1),
       batchSize: optionalInt('batch_size', 1),
       autoBatchSize: int('auto_batch_size'),
-      placement: placementOf(raw.placement!.trim()),
+      placement: parsePlacement(raw.placement!.trim(), `placement=${raw.placement!.trim()}`),
       inlineForwardLimitUs: int('inline_forward_limit_us'),
       maxBatchDelayMs: int('max_batch_delay'),
       maxIdleTimeS: int('max_idle_time'),
@@ -235,16 +235,6 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       maxWorkers: optionalInt('max_workers'),
     },
   };
-}
-
-function placementOf(value: string): Placement {
-  if (!(PLACEMENTS as readonly string[]).includes(value)) {
-    throw new KilnError(
-      KilnErrorCode.InvalidConfig,
-      `placement=${value} must be one of ${PLACEMENTS.join(', ')}`,
-    );
-  }
-  return value as Placement;
 }
 
 /** Kiln's per-user folder (demo model, generated keys): `$KILN_HOME` or `~/.cache/kiln`. */
