@@ -44,8 +44,6 @@ export function hasRealName(
 }
 
 function assignTensors(list: NDList, inputs: readonly TensorDescriptor[]): AnyTensor[] {
-  // Only error messages read it: described when one is thrown, not on every request.
-  const expected = { toString: () => describeInputs(inputs) };
   const assigned: (AnyTensor | undefined)[] = new Array(inputs.length);
   const unnamed: AnyTensor[] = [];
   for (const tensor of list) {
@@ -57,7 +55,7 @@ function assignTensors(list: NDList, inputs: readonly TensorDescriptor[]): AnyTe
     if (index < 0) {
       throw new KilnError(
         KilnErrorCode.InvalidInput,
-        `unknown input ${JSON.stringify(tensor.name)}; the model expects ${expected}`,
+        `unknown input ${JSON.stringify(tensor.name)}; the model expects ${describeInputs(inputs)}`,
       );
     }
     if (assigned[index]) {
@@ -72,7 +70,7 @@ function assignTensors(list: NDList, inputs: readonly TensorDescriptor[]): AnyTe
   if (unnamed.length > 0 && list.length !== inputs.length) {
     throw new KilnError(
       KilnErrorCode.InvalidInput,
-      `the model expects ${inputs.length} input${inputs.length === 1 ? '' : 's'} (${expected}) but got ${list.length}; name the tensors or send one per input`,
+      `the model expects ${inputs.length} input${inputs.length === 1 ? '' : 's'} (${describeInputs(inputs)}) but got ${list.length}; name the tensors or send one per input`,
     );
   }
   let next = 0;
@@ -84,7 +82,7 @@ function assignTensors(list: NDList, inputs: readonly TensorDescriptor[]): AnyTe
   if (missing.length > 0) {
     throw new KilnError(
       KilnErrorCode.InvalidInput,
-      `missing input${missing.length === 1 ? '' : 's'} ${missing.map((n) => JSON.stringify(n)).join(', ')}; the model expects ${expected}`,
+      `missing input${missing.length === 1 ? '' : 's'} ${missing.map((n) => JSON.stringify(n)).join(', ')}; the model expects ${describeInputs(inputs)}`,
       { details: { missing, expected: inputs.map((d) => d.name) } },
     );
   }
