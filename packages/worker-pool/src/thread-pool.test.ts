@@ -212,6 +212,9 @@ describe('thread workers', () => {
     const body = moved.body!;
     expect(y(await moving.predict(moved))).toEqual([2, 4]);
     expect(body.byteLength).toBe(0);
+    // Sent again, the moved-away body is refused, not lost on the way to the worker.
+    await expect(moving.predict(moved)).rejects.toThrow(/could not be sent.*detached/);
+    expect(y(await moving.predict(vectorBody([5])))).toEqual([10]);
 
     const copying = await threadPool({ maxWorkers: 1 });
     const kept = vectorBody([3]);

@@ -78,6 +78,21 @@ describe('TransferList', () => {
     expect(Array.from(back.get(0).data as Int32Array)).toEqual([7, 8, 9]);
   });
 
+  it('makes postMessage throw for a view whose buffer an earlier message moved away', async () => {
+    const body = new Uint8Array([1, 2, 3]);
+    const first = new TransferList('move');
+    await roundTrip(servingInputToMessage({ body, contentType: 'application/x-npy' }, first), first);
+    expect(body.byteLength).toBe(0);
+    for (const mode of ['move', 'move-owned', 'copy'] as const) {
+      const again = new TransferList(mode);
+      // Listed, the detached buffer would make Node drop the message without a word.
+      expect(() => {
+        const message = servingInputToMessage({ body, contentType: 'application/x-npy' }, again);
+        new MessageChannel().port1.postMessage(message, again.transfer);
+      }).toThrow(/detached/);
+    }
+  });
+
   it('lists a buffer shared by two tensors once', () => {
     const data = new Float32Array([1, 2]);
     const transfer = new TransferList('move');

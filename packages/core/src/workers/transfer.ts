@@ -82,6 +82,7 @@ export class TransferList {
   add<T extends TypedArray>(view: T): T {
     const buffer = view.buffer;
     if (!(buffer instanceof ArrayBuffer)) return view; // shared memory is shared, not moved
+    if (buffer.byteLength === 0) return view; // see the note above copy()
     const whole = view.byteOffset === 0 && view.byteLength === buffer.byteLength;
     if (this.mode === 'move' && whole) {
       this.buffers.add(buffer);
@@ -90,6 +91,10 @@ export class TransferList {
     return this.copy(view);
   }
 
+  // Empty buffers are never listed: Node 20 silently drops a message whose transfer list holds
+  // an already-detached buffer (one a previous call moved away), so the run would wait forever.
+  // Unlisted, a detached buffer makes postMessage throw DataCloneError, which reaches the caller;
+  // an empty buffer that is not detached costs nothing to clone.
   private copy<T extends TypedArray>(view: T): T {
     const copy = typedArraySlice.call(view) as T;
     this.buffers.add(copy.buffer as ArrayBuffer);
@@ -103,7 +108,7 @@ export class TransferList {
    */
   addOwned<T extends TypedArray>(view: T): T {
     const buffer = view.buffer;
-    if (!(buffer instanceof ArrayBuffer)) return view;
+    if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return view;
     if (this.mode === 'copy') return this.copy(view);
     this.buffers.add(buffer);
     return view;
