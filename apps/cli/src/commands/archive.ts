@@ -1,9 +1,6 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { NO_PROGRESS, formatBytes, terminalProgress } from '@kiln/benchmark';
-import { loadEngineCatalog } from '@kiln/server';
-import { archiveFormatFor, assertOutsideFolder, packModel } from '../archive/pack-model.js';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 
@@ -44,6 +41,13 @@ Examples:
   kiln archive ./models/bert -o bert.zip --no-load    # engine not installed here`,
     )
     .action(async (dir: string, options: ArchiveOptions) => {
+      const [{ NO_PROGRESS, formatBytes, terminalProgress }, { loadEngineCatalog }, packing] =
+        await Promise.all([
+          import('@kiln/benchmark'),
+          import('@kiln/server'),
+          import('../archive/pack-model.js'),
+        ]);
+      const { archiveFormatFor, assertOutsideFolder, packModel } = packing;
       const format = archiveFormatFor(options.output);
       if (!format)
         throw new UsageError(

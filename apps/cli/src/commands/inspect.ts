@@ -1,8 +1,5 @@
 import type { Command } from 'commander';
-import { loadEngineCatalog } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
-import { formatModelReport } from '../inspect/format-report.js';
-import { buildModelReport } from '../inspect/model-report.js';
 import { collect, parseOverrides } from './repeatable-options.js';
 
 interface InspectOptions {
@@ -38,6 +35,12 @@ Examples:
     )
     .action(async (model: string, options: InspectOptions) => {
       const overrides = parseOverrides(options.option);
+      const [{ loadEngineCatalog }, { formatModelReport }, { buildModelReport }] =
+        await Promise.all([
+          import('@kiln/server'),
+          import('../inspect/format-report.js'),
+          import('../inspect/model-report.js'),
+        ]);
       const engines = await loadEngineCatalog();
       const report = await buildModelReport(model, engines, { overrides, load: options.load });
       cli.out(cli.json ? JSON.stringify(report, null, 2) : formatModelReport(report, cli.color));

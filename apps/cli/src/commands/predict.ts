@@ -9,8 +9,6 @@ import {
   encodeJsonTensors,
   encodeTensors,
 } from '@kiln/core';
-import { loadEngineCatalog } from '@kiln/server';
-import { createWorkerPool } from '@kiln/worker-pool';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 import { collect, parseOverrides } from './repeatable-options.js';
@@ -66,6 +64,10 @@ Examples:
     .action(async (options: PredictOptions) => {
       const overrides = parseOverrides(options.option);
       const body = readInput(options.input);
+      const [{ loadEngineCatalog }, { createWorkerPool }] = await Promise.all([
+        import('@kiln/server'),
+        import('@kiln/worker-pool'),
+      ]);
       const engines = await loadEngineCatalog();
       // One worker: the model runs off this thread, as it would in the server.
       const pool = await createWorkerPool({

@@ -1,11 +1,9 @@
 import { writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
-import { type InputSpec, NO_PROGRESS, parseShapes, terminalProgress } from '@kiln/benchmark';
+import type { InputSpec } from '@kiln/benchmark';
 import type * as OrtEngine from '@kiln/engine-onnxruntime';
-import { importEnginePackage, loadEngineCatalog } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
-import { layerChart } from '../profile/layer-chart.js';
 import { collect, parseOverrides } from './repeatable-options.js';
 
 interface ProfileOptions {
@@ -58,7 +56,11 @@ Examples:
       const runs = count('--runs', options.runs, 1);
       const warmup = count('--warmup', options.warmup, 0);
       const top = count('--top', options.top, 1);
-      const inputs = shapes(options.inputShapes);
+      const [
+        { NO_PROGRESS, parseShapes, terminalProgress },
+        { importEnginePackage, loadEngineCatalog },
+      ] = await Promise.all([import('@kiln/benchmark'), import('@kiln/server')]);
+      const inputs = shapes(options.inputShapes, parseShapes);
       // Profiling is ONNX Runtime's: its engine package is an optional peer of the CLI.
       const { bottlenecks, formatProfile } = await importEnginePackage<typeof OrtEngine>(
         '@kiln/engine-onnxruntime',
@@ -76,7 +78,10 @@ Examples:
         options.chart === false
           ? undefined
           : (options.chart ?? `${safeFileName(result.model)}-profile.svg`);
-      if (chartFile) await writeFile(chartFile, layerChart(result, top));
+      if (chartFile) {
+        const { layerChart } = await import('../profile/layer-chart.js');
+        await writeFile(chartFile, layerChart(result, top));
+      }
       if (cli.json) {
         cli.out(
           JSON.stringify(
@@ -97,7 +102,10 @@ Examples:
     });
 }
 
-function shapes(text: string | undefined): InputSpec[] | undefined {
+function shapes(
+  text: string | undefined,
+  parseShapes: (text: string) => InputSpec[],
+): InputSpec[] | undefined {
   if (text === undefined) return undefined;
   try {
     return parseShapes(text);

@@ -1,9 +1,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { pino } from 'pino';
-import { type ModelManager, loadServerConfig, startKilnServer } from '@kiln/server';
-import { buildIrisDemo } from '@kiln/model-tools';
+import type { ModelManager } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 import { collect } from './repeatable-options.js';
@@ -61,6 +59,11 @@ Examples:
         );
       else if (options.model_name) throw new UsageError('--model_name needs --model_dir');
       if (options.demo) models.push(`iris=${await ensureDemoModel(cli)}`);
+      // Loaded here rather than at the top, so that the other commands do not pay for them.
+      const [{ pino }, { loadServerConfig, startKilnServer }] = await Promise.all([
+        import('pino'),
+        import('@kiln/server'),
+      ]);
       const config = loadServerConfig({
         ...(options.configFile ? { file: options.configFile } : {}),
         overrides: {
@@ -141,6 +144,7 @@ async function ensureDemoModel(cli: CliContext): Promise<string> {
   );
   const { existsSync } = await import('node:fs');
   if (!existsSync(path.join(dir, 'model.onnx'))) {
+    const { buildIrisDemo } = await import('@kiln/model-tools');
     const demo = await buildIrisDemo(dir);
     cli.err(
       `built the Iris demo model in ${dir} (holdout accuracy ${(demo.holdoutAccuracy * 100).toFixed(1)}%)`,
