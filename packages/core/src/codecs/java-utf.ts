@@ -85,7 +85,8 @@ export function readJavaUtf(reader: ByteReader, what: string, format: string): s
   }
   let text = '';
   for (let i = 0; i < count; i += 4096) {
-    text += String.fromCharCode(...units.subarray(i, Math.min(i + 4096, count)));
+    const piece = units.subarray(i, Math.min(i + 4096, count)) as unknown as number[];
+    text += String.fromCharCode.apply(null, piece); // not spread: that iterates the array
   }
   return text;
 }

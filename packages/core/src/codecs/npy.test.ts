@@ -277,6 +277,21 @@ describe('decodeNpy', () => {
     );
   });
 
+  it('decodes bodies that repeat one header, each with its own data and shape', () => {
+    const bodies = [1, 2, 3].map((v) =>
+      encodeNpy(new Tensor('float32', new Float32Array([v, -v]), [1, 2])),
+    );
+    for (const [i, body] of bodies.entries()) {
+      const tensor = decodeNpy(body);
+      expect(Array.from(tensor.data as Float32Array)).toEqual([i + 1, -(i + 1)]);
+    }
+    // A header that failed once fails again (failures are not remembered as headers).
+    const bad = npyFile("{'descr': '<f4', 'fortran_order': 1, 'shape': (2,), }", [1, 2]);
+    for (let i = 0; i < 2; i++) {
+      expectKilnError(() => decodeNpy(bad), [KilnErrorCode.MalformedTensor]);
+    }
+  });
+
   it('gives the decoded tensor the name it is asked to', () => {
     expect(decodeNpy(encodeNpy(new Tensor('int8', Int8Array.of(1), [1])), 'logits').name).toBe(
       'logits',

@@ -117,7 +117,9 @@ export function decodeNpy(bytes: Uint8Array, name?: string): AnyTensor {
 function latin1(bytes: Uint8Array): string {
   let text = '';
   for (let i = 0; i < bytes.length; i += 4096) {
-    text += String.fromCharCode(...bytes.subarray(i, i + 4096));
+    // apply takes the typed array as it is; spreading it would iterate it element by element.
+    const piece = bytes.subarray(i, i + 4096) as unknown as number[];
+    text += String.fromCharCode.apply(null, piece);
   }
   return text;
 }
@@ -131,12 +133,26 @@ function decodeUtf8(bytes: Uint8Array): string {
 }
 
 interface NpyHeader {
-  type: ElementType;
-  fortranOrder: boolean;
-  shape: readonly unknown[];
+  readonly type: ElementType;
+  readonly fortranOrder: boolean;
+  readonly shape: readonly unknown[];
 }
 
+// Clients send the same few headers over and over (one shape per model input), and parsing a
+// Python literal costs more than copying a small tensor: parsed headers are kept, a bounded few.
+const parsedHeaders = new Map<string, NpyHeader>();
+const PARSED_HEADERS_KEPT = 64;
+
 function parseHeader(text: string): NpyHeader {
+  const known = parsedHeaders.get(text);
+  if (known) return known;
+  const header = parseHeaderText(text);
+  if (parsedHeaders.size >= PARSED_HEADERS_KEPT) parsedHeaders.clear();
+  parsedHeaders.set(text, header);
+  return header;
+}
+
+function parseHeaderText(text: string): NpyHeader {
   const dict = parsePyLiteral(text);
   if (dict === null || typeof dict !== 'object' || dict.kind !== 'dict') {
     throw malformed(FORMAT, 'header is not a dictionary');

@@ -1,7 +1,6 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
 import { type DType, type DTypeStorage, type NumericDType, allocate } from '../tensor/dtype.js';
 import { NDList } from '../tensor/ndlist.js';
-import { shapesEqual } from '../tensor/shape.js';
 import { type AnyTensor, Tensor } from '../tensor/tensor.js';
 import type { Batch, Batchifier } from './batchifier.js';
 
@@ -16,19 +15,15 @@ export class StackBatchifier implements Batchifier {
   canBatch(inputs: readonly NDList[]): boolean {
     const first = inputs[0];
     if (!first) return false;
-    return inputs.every(
-      (list) =>
-        list.length === first.length &&
-        list.tensors.every((t, i) => {
-          const ref = first.tensors[i]!;
-          return (
-            t.dtype === ref.dtype &&
-            t.name === ref.name &&
-            t.rank > 0 &&
-            shapesEqual(t.shape.slice(1), ref.shape.slice(1))
-          );
-        }),
-    );
+    // Called for every request a batch admits (the Predictor groups its inputs with it), so it
+    // compares in place rather than slicing shapes.
+    for (const list of inputs) {
+      if (list.length !== first.length) return false;
+      for (let i = 0; i < list.length; i++) {
+        if (!stackable(list.tensors[i]!, first.tensors[i]!)) return false;
+      }
+    }
+    return true;
   }
 
   batchify(inputs: readonly NDList[]): Batch {
@@ -48,6 +43,15 @@ export class StackBatchifier implements Batchifier {
       unbatchify: (output) => splitOutputs(output, counts),
     };
   }
+}
+
+/** Same dtype, name and dimensions after the first: the two can be joined along axis 0. */
+function stackable(t: AnyTensor, ref: AnyTensor): boolean {
+  if (t.dtype !== ref.dtype || t.name !== ref.name || t.rank === 0 || t.rank !== ref.rank) {
+    return false;
+  }
+  for (let d = 1; d < t.rank; d++) if (t.shape[d] !== ref.shape[d]) return false;
+  return true;
 }
 
 /** Joins tensors along axis 0. */
