@@ -37,6 +37,20 @@ describe('FramingScanner', () => {
     expect(scan(requests + chunked('fffff\r\n'))).toBe('too-large');
   });
 
+  it('starts from the read that completed a request head, wherever the head began', () => {
+    const line = 'POST /p HTTP/1.1\r\n';
+    const start = (read: string) =>
+      new FramingScanner(MAX).startAt(Buffer.from(read, 'latin1'), line);
+    // An earlier pipelined request in the same read: its body's FFFF… is data, not a size.
+    const earlier = 'POST /q HTTP/1.1\r\nContent-Length: 18\r\n\r\nFFFFFFFFFFFFFFFF\r\n';
+    expect(start(earlier + chunked('3\r\nabc\r\n'))).toBe('ok');
+    expect(start(earlier + chunked('FFFFFFFFFFFFFFFF\r\n'))).toBe('too-large');
+    // The head began in an earlier read: the body starts after the blank line.
+    expect(start('ked\r\n\r\nFFFFFFFFFFFFFFFF\r\n')).toBe('too-large');
+    expect(start('ked\r\n\r\n10\r\n')).toBe('ok');
+    expect(new FramingScanner(MAX).startInChunkedBody(Buffer.from('fffff\r\n'))).toBe('too-large');
+  });
+
   it('stops watching (never refuses) what it cannot read', () => {
     expect(scan(chunked('zz\r\n'))).toBe('lost');
     expect(

@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 
 /**
@@ -6,20 +7,50 @@ import type { Socket } from 'node:net';
  * larger than `maxBytes` (`FFFFFFFFFFFFFFFF`) is refused at once, as nginx does, instead of
  * holding the connection until a timeout. Anything it does not understand makes it stop
  * watching that connection; it never refuses what it cannot read.
+ *
+ * Called from the `request` event of a request with a chunked body: a connection is watched
+ * only from its first chunked request on. Watching takes the connection's reads away from
+ * Node's native parser into JavaScript (about a fifth more main-thread time per small
+ * request), so connections that never send a chunked body are left alone. The bytes that came
+ * with the headers have already gone to the parser by then; Node emits `request` while its
+ * parser is still inside that read, and the read is taken from the parser
+ * (`getCurrentBuffer`).
  */
-export function watchChunkSizes(
-  socket: Socket,
+export function watchChunkedRequest(
+  req: IncomingMessage,
   maxBytes: number,
   refuse: (socket: Socket) => void,
-): void {
+): 'watching' | 'refused' {
+  const socket = req.socket;
+  if (watched.has(socket)) return 'watching';
+  watched.add(socket);
   const scanner = new FramingScanner(maxBytes);
+  const read = currentRead(socket);
+  const verdict = read
+    ? scanner.startAt(read, `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`)
+    : scanner.startInChunkedBody();
+  if (verdict === 'too-large') {
+    refuse(socket);
+    return 'refused';
+  }
+  if (verdict === 'lost') return 'watching';
   const onData = (chunk: Buffer) => {
-    const verdict = scanner.push(chunk);
-    if (verdict === 'ok') return;
+    const next = scanner.push(chunk);
+    if (next === 'ok') return;
     socket.off('data', onData);
-    if (verdict === 'too-large') refuse(socket);
+    if (next === 'too-large') refuse(socket);
   };
   socket.on('data', onData);
+  return 'watching';
+}
+
+const watched = new WeakSet<Socket>();
+
+/** The read Node's HTTP parser is executing (during `request`), when this Node tells. */
+function currentRead(socket: Socket): Buffer | undefined {
+  const parser = (socket as Socket & { parser?: { getCurrentBuffer?: () => unknown } }).parser;
+  const read = parser?.getCurrentBuffer?.();
+  return Buffer.isBuffer(read) ? read : undefined;
 }
 
 type Verdict = 'ok' | 'too-large' | 'lost';
@@ -37,6 +68,24 @@ export class FramingScanner {
   private skip = 0;
 
   constructor(private readonly maxBytes: number) {}
+
+  /**
+   * Starts on a read that completed a request's head: from that head when the read holds its
+   * request line, or else (the head began in an earlier read) from the blank line ending it.
+   */
+  startAt(read: Buffer, requestLine: string): Verdict {
+    const at = read.indexOf(requestLine, 0, 'latin1');
+    if (at >= 0) return this.push(read.subarray(at));
+    const end = read.indexOf(HEAD_END);
+    if (end < 0) return 'lost';
+    return this.startInChunkedBody(read.subarray(end + HEAD_END.length));
+  }
+
+  /** Starts inside a chunked body, at a chunk-size line. */
+  startInChunkedBody(bytes: Buffer = Buffer.alloc(0)): Verdict {
+    this.state = 'size';
+    return this.push(bytes);
+  }
 
   push(chunk: Buffer): Verdict {
     let bytes = this.pending.length > 0 ? Buffer.concat([this.pending, chunk]) : chunk;

@@ -1,6 +1,6 @@
 import http from 'node:http';
 import type { Socket } from 'node:net';
-import { watchChunkSizes } from './chunk-size-guard.js';
+import { watchChunkedRequest } from './chunk-size-guard.js';
 
 export interface ListenerLimits {
   /** Open connections at most; the next ones get a JSON 503 and are closed. */
@@ -24,7 +24,16 @@ export function createGuardedServer(
   limits: ListenerLimits,
 ): http.Server {
   // Node checks the timeouts on this interval; its 30 s default would let them overrun.
-  const server = http.createServer({ connectionsCheckingInterval: 1000 }, handler);
+  const guarded: http.RequestListener = (req, res) => {
+    if (
+      req.headers['transfer-encoding'] !== undefined &&
+      watchChunkedRequest(req, limits.maxBodyBytes, refuseChunk) === 'refused'
+    ) {
+      return;
+    }
+    handler(req, res);
+  };
+  const server = http.createServer({ connectionsCheckingInterval: 1000 }, guarded);
   server.headersTimeout = limits.headersTimeoutMs;
   // A margin, so that the body reader's own 408 (with a JSON body) wins the race.
   server.requestTimeout = limits.requestTimeoutMs + 5000;
@@ -40,9 +49,7 @@ export function createGuardedServer(
         }),
       );
       socket.destroySoon();
-      return;
     }
-    watchChunkSizes(socket, limits.maxBodyBytes, refuseChunk);
   });
   return server;
 }
