@@ -10,6 +10,7 @@ import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server
 import { accessLog } from './http/access-log.js';
 import type { GrpcListener } from './grpc/grpc-listener.js';
 import { errorMiddleware } from './http/error-middleware.js';
+import { fastPredictions } from './http/fast-predictions.js';
 import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
 import { requestMetrics } from './http/request-metrics.js';
 import { ServerMetrics } from './metrics/server-metrics.js';
@@ -22,7 +23,7 @@ import { inferenceRoutes } from './routes/inference-routes.js';
 import { managementRoutes } from './routes/management-routes.js';
 import type { ServerContext } from './routes/server-context.js';
 import { v2Routes } from './routes/v2-routes.js';
-import { checkHostAndOrigin, hostPolicy } from './security/host-origin.js';
+import { type HostPolicy, checkHostAndOrigin, hostPolicy } from './security/host-origin.js';
 import { createGuardedServer } from './security/listener-guard.js';
 import { type ManagementKey, resolveManagementKey } from './security/management-key.js';
 import { requireToken } from './security/token-auth.js';
@@ -131,9 +132,14 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   }
 
   const listeners: http.Server[] = [];
+  const inferenceHandler = fastPredictions(
+    { server, hosts: listenerHosts(config.inferenceAddress, config), errors: errorOptions },
+    inference.callback(),
+  );
   const listen = async (app: Koa, address: string): Promise<string> => {
     const { host, port } = parseAddress(address);
-    const httpServer = createGuardedServer(app.callback(), {
+    const handler = app === inference ? inferenceHandler : app.callback();
+    const httpServer = createGuardedServer(handler, {
       maxConnections: config.maxConnections,
       headersTimeoutMs: Math.min(config.clientHeaderTimeoutMs, config.requestTimeoutMs),
       requestTimeoutMs: config.requestTimeoutMs,
@@ -242,11 +248,16 @@ function checkListenerSecurity(config: ServerConfig): void {
 
 /** Refuses requests whose Host or Origin is not this listener's (DNS rebinding, CSRF). */
 function hostGuard(address: string, config: ServerConfig): Koa.Middleware {
-  const policy = hostPolicy(parseAddress(address).host, config.allowedHosts, config.allowedOrigins);
+  const policy = listenerHosts(address, config);
   return async (ctx, next) => {
     checkHostAndOrigin(policy, ctx.get('host') || undefined, ctx.get('origin') || undefined);
     await next();
   };
+}
+
+/** The hosts and origins a listener at `address` accepts. */
+function listenerHosts(address: string, config: ServerConfig): HostPolicy {
+  return hostPolicy(parseAddress(address).host, config.allowedHosts, config.allowedOrigins);
 }
 
 /** `load_models`: URLs, or `ALL` for every model folder and archive in the store. */

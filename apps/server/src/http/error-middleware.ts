@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { redactPaths } from '../security/redact-paths.js';
@@ -28,16 +29,45 @@ export function errorMiddleware(options: ErrorMappingOptions, log: Logger): Midd
         respond(ctx, ctx.status, message, type, ctx.state.errorStyle);
       }
     } catch (error) {
-      const mapped = toHttpError(error, options);
-      if (mapped.status >= 500 && mapped.code === 'INTERNAL')
-        log.error({ err: error, path: ctx.path }, 'request failed');
-      if (mapped.retryAfterS !== undefined) ctx.set('Retry-After', String(mapped.retryAfterS));
-      // A body left unread (too large, too slow) is not worth reading: close after answering.
-      if (!ctx.req.complete && (ctx.req.readableDidRead || mapped.status === 413))
-        ctx.set('Connection', 'close');
-      respond(ctx, mapped.status, redactPaths(mapped.message), mapped.type, ctx.state.errorStyle);
-      ctx.state.errorCode = mapped.code;
+      const answer = errorAnswer(error, ctx.req, ctx.path, options, log);
+      for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
+      respond(ctx, answer.status, answer.message, answer.type, ctx.state.errorStyle);
+      ctx.state.errorCode = answer.code;
     }
+  };
+}
+
+/** How a failed request is answered, whichever path served it. */
+export interface ErrorAnswer {
+  readonly status: number;
+  readonly type: string;
+  /** Without server paths. */
+  readonly message: string;
+  readonly code: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Maps what a route threw to its answer; unexpected errors are logged (they answer a bare 500). */
+export function errorAnswer(
+  error: unknown,
+  req: IncomingMessage,
+  path: string,
+  options: ErrorMappingOptions,
+  log: Logger,
+): ErrorAnswer {
+  const mapped = toHttpError(error, options);
+  if (mapped.status >= 500 && mapped.code === 'INTERNAL')
+    log.error({ err: error, path }, 'request failed');
+  const headers: Record<string, string> = {};
+  if (mapped.retryAfterS !== undefined) headers['Retry-After'] = String(mapped.retryAfterS);
+  // A body left unread (too large, too slow) is not worth reading: close after answering.
+  if (!req.complete && (req.readableDidRead || mapped.status === 413)) headers.Connection = 'close';
+  return {
+    status: mapped.status,
+    type: mapped.type,
+    message: redactPaths(mapped.message),
+    code: mapped.code,
+    headers,
   };
 }
 

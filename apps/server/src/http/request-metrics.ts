@@ -14,16 +14,26 @@ export function requestMetrics(
   isRegistered: (model: string) => boolean,
 ): Middleware {
   return async (ctx, next) => {
-    const end = performance.now();
+    const start = performance.now();
     try {
       await next();
     } finally {
       const route =
         (ctx as { routerPath?: string; _matchedRoute?: string })._matchedRoute ?? 'unmatched';
       const named = typeof ctx.state.model === 'string' ? ctx.state.model : '';
-      const model = named === '' || isRegistered(named) ? named : UNKNOWN_MODEL_LABEL;
-      metrics.requests.inc({ api, route, model, status: String(ctx.status) });
-      metrics.requestSeconds.observe({ api, route, model }, (performance.now() - end) / 1000);
+      recordRequest(metrics, { api, route, model: named, status: ctx.status, start }, isRegistered);
     }
   };
+}
+
+/** Counts and times one answered request (`start`: its `performance.now()` on arrival). */
+export function recordRequest(
+  metrics: ServerMetrics,
+  request: { api: string; route: string; model: string; status: number; start: number },
+  isRegistered: (model: string) => boolean,
+): void {
+  const { api, route, model: named } = request;
+  const model = named === '' || isRegistered(named) ? named : UNKNOWN_MODEL_LABEL;
+  metrics.requests.inc({ api, route, model, status: String(request.status) });
+  metrics.requestSeconds.observe({ api, route, model }, (performance.now() - request.start) / 1000);
 }

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Context } from 'koa';
 import {
   KilnError,
@@ -15,11 +16,14 @@ import { type BodyLimits, readBody, readMultipart } from './read-body.js';
  * the single part, or several tensor parts (joined into one list, named by their fields, where
  * the model runs). Every buffer belongs to the request: the pool moves it to its worker.
  */
-export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promise<ServingInput> {
-  const contentType = ctx.get('content-type') || undefined;
-  const headers = pickHeaders(ctx);
+export async function servingInputFrom(
+  req: IncomingMessage,
+  limits: BodyLimits,
+): Promise<ServingInput> {
+  const contentType = req.headers['content-type'] || undefined;
+  const headers = pickHeaders(req);
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
-    const parts = await readMultipart(ctx.req, limits);
+    const parts = await readMultipart(req, limits);
     if (parts.length === 0)
       throw new KilnError(KilnErrorCode.InvalidInput, 'multipart request has no parts');
     if (parts.length === 1) {
@@ -36,7 +40,7 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
     const tensorParts = parts.map(({ name, data, contentType }) => ({ name, data, contentType }));
     return { parts: tensorParts, headers, owned: true, maxDecodedBytes: limits.maxBytes };
   }
-  const body = await readBody(ctx.req, limits);
+  const body = await readBody(req, limits);
   if (body.byteLength === 0)
     throw new KilnError(KilnErrorCode.InvalidInput, 'request body is empty');
   return {
@@ -48,46 +52,61 @@ export async function servingInputFrom(ctx: Context, limits: BodyLimits): Promis
   };
 }
 
-/** Writes a translator output: JSON as JSON; tensors in the format `Accept` asks for. */
-export function writeServingOutput(ctx: Context, output: ServingOutput): void {
+/** What an answer carries: its content type as Koa would set it, its bytes, extra headers. */
+export interface ServingAnswer {
+  readonly contentType: string;
+  readonly body: Buffer;
+  readonly headers: Readonly<Record<string, string>> | undefined;
+}
+
+/** A translator output as an answer: JSON as JSON; tensors in the format `Accept` asks for. */
+export function servingAnswer(output: ServingOutput, accept: string | undefined): ServingAnswer {
   if (output.type === 'bytes') {
-    for (const [name, value] of Object.entries(output.headers ?? {})) ctx.set(name, value);
-    ctx.type = output.contentType;
-    ctx.body = Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength);
-    return;
+    return {
+      contentType: output.contentType,
+      body: Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength),
+      headers: output.headers,
+    };
   }
   if (output.type === 'json') {
-    ctx.type = 'application/json';
-    // Koa would send a string (or null) as it is; JSON needs it quoted (or spelled null).
-    ctx.body =
-      typeof output.value === 'string' || output.value === null
-        ? JSON.stringify(output.value)
-        : output.value;
-    return;
+    // A string (or null) is JSON too: quoted (or spelled null).
+    return {
+      contentType: 'application/json',
+      body: Buffer.from(JSON.stringify(output.value) ?? 'null'),
+      headers: undefined,
+    };
   }
-  const encoded = encodeTensors(
-    output.tensors,
-    formatForAccept(ctx.get('accept') || undefined, output.tensors.length),
-  );
-  ctx.type = encoded.contentType;
-  ctx.body = Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength);
+  const encoded = encodeTensors(output.tensors, formatForAccept(accept, output.tensors.length));
+  return {
+    contentType: encoded.contentType,
+    body: Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength),
+    headers: undefined,
+  };
+}
+
+/** Writes a translator output through Koa. */
+export function writeServingOutput(ctx: Context, output: ServingOutput): void {
+  const answer = servingAnswer(output, ctx.get('accept') || undefined);
+  for (const [name, value] of Object.entries(answer.headers ?? {})) ctx.set(name, value);
+  ctx.type = answer.contentType;
+  ctx.body = answer.body;
 }
 
 /**
  * Cancels a queued or running request when its client goes away before the answer is
  * written, so that nobody's work is spent on it; returns the answer.
  */
-export function answerUnlessGone<O>(ctx: Context, handle: JobHandle<O>): Promise<O> {
+export function answerUnlessGone<O>(res: ServerResponse, handle: JobHandle<O>): Promise<O> {
   const onClose = () => {
-    if (!ctx.res.writableFinished) handle.cancel('client closed the connection');
+    if (!res.writableFinished) handle.cancel('client closed the connection');
   };
-  ctx.res.once('close', onClose);
-  return handle.result.finally(() => ctx.res.off('close', onClose));
+  res.once('close', onClose);
+  return handle.result.finally(() => res.off('close', onClose));
 }
 
-function pickHeaders(ctx: Context): Record<string, string> {
+function pickHeaders(req: IncomingMessage): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [key, value] of Object.entries(ctx.headers)) {
+  for (const [key, value] of Object.entries(req.headers)) {
     if (typeof value === 'string' && key !== 'authorization' && key !== 'cookie')
       headers[key] = value;
   }

@@ -28,8 +28,8 @@ export function inferenceRoutes(server: ServerContext): Router {
     ctx.state.model = name;
     if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
     server.models.get(name, version);
-    const input = await servingInputFrom(ctx, bodyLimits(server));
-    const output = await answerUnlessGone(ctx, server.models.submit(name, version, input));
+    const input = await servingInputFrom(ctx.req, bodyLimits(server));
+    const output = await answerUnlessGone(ctx.res, server.models.submit(name, version, input));
     writeServingOutput(ctx, output);
   };
 

@@ -58,7 +58,7 @@ export function v2Routes(server: ServerContext): Router {
     );
     // Parsed, run and answered where the model runs: the body crosses to the worker once.
     const output = await answerUnlessGone(
-      ctx,
+      ctx.res,
       server.models.submit(entry.name, ctx.params.version, {
         body,
         v2: { headerLength, model: entry.name, version: entry.version },
