@@ -222,6 +222,26 @@ describe('thread workers', () => {
     expect(new TextDecoder().decode(kept.body)).toBe('{"x":[3]}');
   });
 
+  it('adds a worker under adaptive batching while requests wait behind slow batches', async () => {
+    const slow = await writeScaleModel(2, { 'option.sleepMs': '25' });
+    dirs.push(slow);
+    const pool = await threadPool(
+      { minWorkers: 1, maxWorkers: 2, autoBatchSize: 8, maxBatchDelayMs: undefined },
+      slow,
+    );
+    const workers = () => pool.describe().workerGroups[0]!.workers.length;
+    // Six closed-loop clients: the one worker takes all that waits, so the queue never holds
+    // 2 × batch_size (DJL's rule), yet requests keep waiting behind 25 ms batches.
+    await Promise.all(
+      Array.from({ length: 6 }, async (_, client) => {
+        for (let i = 0; i < 12; i++)
+          expect(y(await pool.predict(vectorBody([client])))).toEqual([2 * client]);
+      }),
+    );
+    expect(pool.describe().batchSize).toBe(8);
+    expect(workers()).toBe(2);
+  });
+
   it('run one worker group per device, all pulling from the one queue', async () => {
     const dir = await writeScaleModel(2, { 'option.sleepMs': '10' });
     dirs.push(dir);

@@ -13,9 +13,17 @@ export interface WorkerGroupContext<I, O> {
   queueDepth(): number;
   /** The batch size workers take now (it may change: adaptive batching). */
   batchSize(): number;
+  /** Whether workers batch adaptively: each takes whatever waits, up to batchSize(). */
+  adaptiveBatching(): boolean;
   /** A worker of this group could not start. */
   startFailed(group: WorkerGroup<I, O>, error: KilnError): void;
 }
+
+/**
+ * A batch that runs at least this long leaves requests waiting long enough for another worker
+ * (on cores the running ones leave idle) to pay for its start.
+ */
+export const SLOW_BATCH_MS = 5;
 
 /**
  * The workers of one model on one device, between `minWorkers` and `maxWorkers`: DJL's
@@ -26,6 +34,8 @@ export class WorkerGroup<I, O> {
   readonly workers = new Set<PoolWorker<I, O>>();
   /** The last reason a worker of this group failed, for describe(). */
   lastError: KilnError | undefined;
+  /** How long this group's batches ran lately (ms, smoothed over about the last 8). */
+  private recentRunMs = 0;
 
   constructor(
     readonly device: Device,
@@ -75,7 +85,29 @@ export class WorkerGroup<I, O> {
     const belowMin = capacity < minWorkers && starting === 0;
     // One start at a time: a loading worker eats the cores the running ones need.
     const backlog = starting === 0 && depth > 2 * this.context.batchSize();
-    if (fromZero || belowMin || backlog) this.start();
+    if (fromZero || belowMin || backlog || (starting === 0 && this.waitsBehindSlowBatches(depth)))
+      this.start();
+  }
+
+  /** A batch of this group took `runMs` on its worker. */
+  noteRun(runMs: number): void {
+    this.recentRunMs += (runMs - this.recentRunMs) / 8;
+  }
+
+  /**
+   * With adaptive batching a worker takes everything waiting, so the queue never holds
+   * 2 × batch_size jobs and DJL's rule would never add a worker, though the busy ones leave
+   * cores idle (each has cores ÷ maxWorkers threads). Requests waiting behind batches that
+   * all run long are the backlog then. Models whose batches are quick stay at one worker:
+   * there the main thread's request handling is the bound, and another worker competes with it.
+   */
+  private waitsBehindSlowBatches(depth: number): boolean {
+    return (
+      this.context.adaptiveBatching() &&
+      depth >= 2 &&
+      this.recentRunMs >= SLOW_BATCH_MS &&
+      this.countIn('busy') >= this.capacity
+    );
   }
 
   /** New limits: starts up to the minimum, stops workers above the maximum (idle ones first). */

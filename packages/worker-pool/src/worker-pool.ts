@@ -113,6 +113,7 @@ export class WorkerPool<I, O> {
   /** Read by every worker before each batch: adaptive batching changes it once. */
   private readonly batching: { batchSize: number; maxBatchDelayMs: number };
   private autoBatchingDecided = false;
+  private adaptiveBatching = false;
 
   readonly name: string;
   readonly settings: WorkerPoolSettings;
@@ -146,6 +147,7 @@ export class WorkerPool<I, O> {
       mayStart: () => this.mayStart(),
       queueDepth: () => this.queue.depth,
       batchSize: () => this.batching.batchSize,
+      adaptiveBatching: () => this.adaptiveBatching,
       startFailed: (_group, error) => this.onStartFailed(error),
     };
     this.groups = devices.map(
@@ -467,11 +469,17 @@ export class WorkerPool<I, O> {
     if (hasBatchAxis(signature.inputs)) {
       this.batching.batchSize = size;
       this.batching.maxBatchDelayMs = 0;
+      this.adaptiveBatching = true;
     }
   }
 
   private onBatchDone(group: WorkerGroup<I, O>, report: BatchReport<I, O>): void {
+    // The worker's own time for the batch where it reports one: runMs also counts the time
+    // the answer waits for this thread, which a busy main thread stretches.
     const timings = report.run?.timings;
+    group.noteRun(
+      timings ? timings.preprocessMs + timings.inferenceMs + timings.postprocessMs : report.runMs,
+    );
     const batch = {
       device: group.name,
       workerId: report.worker.id,
