@@ -81,7 +81,10 @@ describe('TransferList', () => {
   it('makes postMessage throw for a view whose buffer an earlier message moved away', async () => {
     const body = new Uint8Array([1, 2, 3]);
     const first = new TransferList('move');
-    await roundTrip(servingInputToMessage({ body, contentType: 'application/x-npy' }, first), first);
+    await roundTrip(
+      servingInputToMessage({ body, contentType: 'application/x-npy' }, first),
+      first,
+    );
     expect(body.byteLength).toBe(0);
     for (const mode of ['move', 'move-owned', 'copy'] as const) {
       const again = new TransferList(mode);
