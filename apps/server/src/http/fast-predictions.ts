@@ -39,7 +39,11 @@ export function fastPredictions(
       koa(req, res);
       return;
     }
-    void predict(context, req, res, match[1]!, match[2]);
+    // Failures are answered inside; this only keeps a fault in the bookkeeping from
+    // becoming an unhandled rejection.
+    predict(context, req, res, match[1]!, match[2]).catch((error: unknown) =>
+      context.server.log.error({ err: error }, 'prediction bookkeeping failed'),
+    );
   };
 }
 
