@@ -86,5 +86,15 @@ function respond(
 ): void {
   ctx.status = status;
   ctx.type = 'application/json';
-  ctx.body = style === 'v2' ? { error: message } : { code: status, type, message };
+  ctx.body = errorBody(status, message, type, style);
+}
+
+/** An error's JSON body in an API's style: DJL's `{code, type, message}` or v2's `{error}`. */
+export function errorBody(
+  status: number,
+  message: string,
+  type: string,
+  style: ErrorStyle | undefined,
+): object {
+  return style === 'v2' ? { error: message } : { code: status, type, message };
 }

@@ -3,9 +3,10 @@ import { contentType as fullContentType } from 'mime-types';
 import { type ServerContext, bodyLimits } from '../routes/server-context.js';
 import { type HostPolicy, checkHostAndOrigin } from '../security/host-origin.js';
 import { logAccess } from './access-log.js';
-import { errorAnswer } from './error-middleware.js';
+import { errorAnswer, errorBody } from './error-middleware.js';
 import type { ErrorMappingOptions } from './error-status.js';
 import { recordRequest } from './request-metrics.js';
+import type { BodyLimits } from './read-body.js';
 import { answerUnlessGone, servingAnswer, servingInputFrom } from './serving-request.js';
 
 /** The one route a server answers most, in the names @koa/router gives its patterns. */
@@ -33,6 +34,13 @@ export function fastPredictions(
   context: FastPredictionsContext,
   koa: http.RequestListener,
 ): http.RequestListener {
+  // Fixed for the server's life: made once, not per request.
+  const { server } = context;
+  const route: PredictRoute = {
+    ...context,
+    limits: bodyLimits(server),
+    isRegistered: (model) => server.models.has(model),
+  };
   return (req, res) => {
     const match = req.method === 'POST' ? PREDICTION.exec(req.url ?? '') : null;
     if (!match || !servesHere(context, req, match[1]!, match[2])) {
@@ -41,10 +49,15 @@ export function fastPredictions(
     }
     // Failures are answered inside; this only keeps a fault in the bookkeeping from
     // becoming an unhandled rejection.
-    predict(context, req, res, match[1]!, match[2]).catch((error: unknown) =>
-      context.server.log.error({ err: error }, 'prediction bookkeeping failed'),
+    predict(route, req, res, match[1]!, match[2]).catch((error: unknown) =>
+      server.log.error({ err: error }, 'prediction bookkeeping failed'),
     );
   };
+}
+
+interface PredictRoute extends FastPredictionsContext {
+  readonly limits: BodyLimits;
+  readonly isRegistered: (model: string) => boolean;
 }
 
 /** Whether the Koa route would run the model: the request passes the checks ahead of it. */
@@ -64,7 +77,7 @@ function servesHere(
 }
 
 async function predict(
-  { server, errors }: FastPredictionsContext,
+  { server, errors, limits, isRegistered }: PredictRoute,
   req: http.IncomingMessage,
   res: http.ServerResponse,
   name: string,
@@ -76,7 +89,7 @@ async function predict(
   let status = 200;
   let code: string | undefined;
   try {
-    const input = await servingInputFrom(req, bodyLimits(server));
+    const input = await servingInputFrom(req, limits);
     const output = await answerUnlessGone(res, server.models.submit(name, version, input));
     const answer = servingAnswer(output, req.headers.accept || undefined);
     for (const [header, value] of Object.entries(answer.headers ?? {})) {
@@ -88,13 +101,11 @@ async function predict(
     status = answer.status;
     code = answer.code;
     for (const [header, value] of Object.entries(answer.headers)) res.setHeader(header, value);
-    const body = { code: answer.status, type: answer.type, message: answer.message };
+    const body = errorBody(answer.status, answer.message, answer.type, 'djl');
     send(res, status, 'application/json', Buffer.from(JSON.stringify(body)));
   }
   const route = version === undefined ? ROUTE : VERSIONED_ROUTE;
-  recordRequest(metrics, { api: 'inference', route, model: name, status, start }, (model) =>
-    server.models.has(model),
-  );
+  recordRequest(metrics, { api: 'inference', route, model: name, status, start }, isRegistered);
   if (server.config.accessLog) {
     logAccess(log, req, {
       api: 'inference',

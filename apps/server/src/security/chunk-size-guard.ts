@@ -20,9 +20,9 @@ export function watchChunkedRequest(
   req: IncomingMessage,
   maxBytes: number,
   refuse: (socket: Socket) => void,
-): 'watching' | 'refused' {
+): { refused: boolean } {
   const socket = req.socket;
-  if (watched.has(socket)) return 'watching';
+  if (watched.has(socket)) return { refused: false };
   watched.add(socket);
   const scanner = new FramingScanner(maxBytes);
   const read = currentRead(socket);
@@ -31,9 +31,10 @@ export function watchChunkedRequest(
     : scanner.startInChunkedBody();
   if (verdict === 'too-large') {
     refuse(socket);
-    return 'refused';
+    return { refused: true };
   }
-  if (verdict === 'lost') return 'watching';
+  // Unreadable framing: this connection is not watched again (the scanner never guesses).
+  if (verdict === 'lost') return { refused: false };
   const onData = (chunk: Buffer) => {
     const next = scanner.push(chunk);
     if (next === 'ok') return;
@@ -41,7 +42,7 @@ export function watchChunkedRequest(
     if (next === 'too-large') refuse(socket);
   };
   socket.on('data', onData);
-  return 'watching';
+  return { refused: false };
 }
 
 const watched = new WeakSet<Socket>();

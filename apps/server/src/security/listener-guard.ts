@@ -25,12 +25,8 @@ export function createGuardedServer(
 ): http.Server {
   // Node checks the timeouts on this interval; its 30 s default would let them overrun.
   const guarded: http.RequestListener = (req, res) => {
-    if (
-      req.headers['transfer-encoding'] !== undefined &&
-      watchChunkedRequest(req, limits.maxBodyBytes, refuseChunk) === 'refused'
-    ) {
-      return;
-    }
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    if (chunked && watchChunkedRequest(req, limits.maxBodyBytes, refuseChunk).refused) return;
     handler(req, res);
   };
   const server = http.createServer({ connectionsCheckingInterval: 1000 }, guarded);
