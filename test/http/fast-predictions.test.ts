@@ -1,12 +1,15 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NDList, Tensor, decodeTensors, encodeNpz } from '@kiln/core';
 import { buildModelStore, type ModelStore } from '../support/fixtures.js';
-import { type TestServer, startTestServer, tempDir } from '../support/server-harness.js';
+import {
+  type TestServer,
+  capturingLogger,
+  startTestServer,
+  tempDir,
+} from '../support/server-harness.js';
 
 // POST /predictions/{model} is answered outside Koa; with a query string the same request goes
 // through Koa's route (which ignores the query). Both must answer alike, byte for byte.
@@ -14,22 +17,16 @@ import { type TestServer, startTestServer, tempDir } from '../support/server-har
 let store: ModelStore;
 let t: TestServer;
 let root: string;
-const logLines: Record<string, unknown>[] = [];
+const log = capturingLogger();
+const logLines = log.lines;
 
 beforeAll(async () => {
   root = tempDir('fast-predictions');
   store = await buildModelStore(path.join(root, 'store'));
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean))
-        logLines.push(JSON.parse(line) as Record<string, unknown>);
-      done();
-    },
-  });
   t = await startTestServer({
     models: [`iris=${store.iris}`, `addmul=${store.addMul}`],
     config: { enable_access_log: 'true', max_request_size: '4096' },
-    logger: pino({ level: 'info' }, sink),
+    logger: log.logger,
   });
   await t.settled();
 });

@@ -4,30 +4,26 @@
 // which and why, and the answers are the same either way.
 import fs from 'node:fs';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { pino } from 'pino';
 import { NDList, Tensor, encodeNpz } from '@kiln/core';
 import { addMulModel } from '@kiln/model-tools';
-import { jsonOf, startTestServer, tempDir, type TestServer } from '../support/server-harness.js';
+import {
+  capturingLogger,
+  jsonOf,
+  startTestServer,
+  tempDir,
+  type TestServer,
+} from '../support/server-harness.js';
 
 describe('placement of a tiny ONNX model', () => {
   let dir: string;
   let inline: TestServer;
   let threads: TestServer;
-  const logLines: Record<string, unknown>[] = [];
+  const { logger, lines: logLines } = capturingLogger();
 
   beforeAll(async () => {
     dir = tempDir('placement');
     const model = await addMulModel(path.join(dir, 'addmul'));
-    const logger = pino(
-      new Writable({
-        write(chunk: Buffer, _encoding, done) {
-          logLines.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-          done();
-        },
-      }),
-    );
     // A limit no run exceeds, and one every run exceeds: auto decides from the timing.
     inline = await startTestServer({
       models: [`m=${model}`],

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { type Logger, pino } from 'pino';
 import { type KilnServer, loadServerConfig, startKilnServer } from '@kiln/server';
 
@@ -63,6 +64,22 @@ export async function startTestServer(
       headers: { authorization: `Bearer ${key}`, ...(init.headers as Record<string, string>) },
     });
   return { server, ...server.urls, token: key, manage, settled, stop: () => server.stop() };
+}
+
+/** A logger whose JSON lines are kept, parsed, in `lines` (default level: info). */
+export function capturingLogger(level = 'info'): {
+  logger: Logger;
+  lines: Record<string, unknown>[];
+} {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean))
+        lines.push(JSON.parse(line) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { logger: pino({ level }, sink), lines };
 }
 
 export function tempDir(label: string): string {
