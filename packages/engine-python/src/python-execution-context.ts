@@ -100,7 +100,8 @@ function frameOf(input: NDList): {
       const meta = readMeta(tensor);
       hasMeta = true;
       for (const [key, value] of Object.entries(meta.properties)) properties[prefix + key] = value;
-      for (const n of meta.bytes) bytes.add(n);
+      // A batch's metas name their request's own contents; the contents carry its prefix.
+      for (const n of meta.bytes) bytes.add(prefix + n);
     } else {
       rest.push(tensor);
     }

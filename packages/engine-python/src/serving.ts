@@ -32,11 +32,39 @@ export function batchPrefix(index: number): string {
   return `batch_${String(index).padStart(3, '0')}_`;
 }
 
+const BATCH_PREFIX = /^batch_(\d{3})_/;
+const BATCH_PREFIX_LENGTH = 'batch_000_'.length;
+
+/** The request index a `batch_NNN_` name belongs to, or undefined for an unprefixed name. */
+function batchIndexOf(name: string): number | undefined {
+  const match = BATCH_PREFIX.exec(name);
+  return match ? Number(match[1]) : undefined;
+}
+
+/**
+ * The meta of each meta tensor made in this thread. A call's meta is written once and read
+ * two or three times on the same thread (translator, batchifier, execution context); reading
+ * it from here spares a JSON parse each time. The JSON stays the tensor's data, so a copy of
+ * the tensor (another thread) still reads the same meta.
+ */
+const metaOfTensor = new WeakMap<AnyTensor, CallMeta>();
+
 export function metaTensor(meta: CallMeta, name = META_TENSOR): AnyTensor {
-  return new Tensor('string', [JSON.stringify(meta)], [1], name);
+  const tensor = new Tensor('string', [JSON.stringify(meta)], [1], name);
+  metaOfTensor.set(tensor, meta);
+  return tensor;
+}
+
+/** The same meta tensor under another name (no new JSON). */
+function renamedMeta(tensor: AnyTensor, name: string): AnyTensor {
+  const renamed = tensor.withName(name);
+  metaOfTensor.set(renamed, readMeta(tensor));
+  return renamed;
 }
 
 export function readMeta(tensor: AnyTensor): CallMeta {
+  const known = metaOfTensor.get(tensor);
+  if (known) return known;
   const parsed = JSON.parse((tensor.data as string[])[0] ?? '{}') as Partial<CallMeta>;
   return { properties: parsed.properties ?? {}, bytes: parsed.bytes ?? [] };
 }
@@ -182,17 +210,18 @@ export class PythonBatchifier implements Batchifier {
     const hadMeta: boolean[] = [];
     inputs.forEach((list, index) => {
       const prefix = batchPrefix(index);
-      const { meta, tensors: contents } = splitMeta(list);
-      hadMeta.push(meta !== undefined);
-      for (const tensor of contents) tensors.push(tensor.withName(prefix + (tensor.name ?? '')));
-      if (meta) {
-        tensors.push(
-          metaTensor(
-            { properties: meta.properties, bytes: meta.bytes.map((n) => prefix + n) },
-            prefix + META_TENSOR,
-          ),
-        );
+      let withMeta = false;
+      // Every name gets the request's prefix; the names inside a meta stay the request's own
+      // (the execution context prefixes them as it reads the meta).
+      for (const tensor of list) {
+        if (tensor.name === META_TENSOR) {
+          withMeta = true;
+          tensors.push(renamedMeta(tensor, prefix + META_TENSOR));
+        } else {
+          tensors.push(tensor.withName(prefix + (tensor.name ?? '')));
+        }
       }
+      hadMeta.push(withMeta);
     });
     tensors.push(metaTensor({ properties: { batch_size: String(inputs.length) }, bytes: [] }));
     return {
@@ -204,35 +233,44 @@ export class PythonBatchifier implements Batchifier {
 
 function unbatchify(output: NDList, hadMeta: readonly boolean[]): NDList[] {
   const { meta, tensors } = splitMeta(output);
-  const all = meta?.properties ?? {};
   const bytes = new Set(meta?.bytes ?? []);
   const shared: Record<string, string> = {};
-  for (const [key, value] of Object.entries(all)) {
-    if (!/^batch_\d{3}_/.test(key) && key !== 'code' && key !== 'message') shared[key] = value;
-  }
-  const prefixed = tensors.filter((t) => /^batch_\d{3}_/.test(t.name ?? ''));
-  if (prefixed.length < tensors.length) {
-    throw new KilnError(
-      KilnErrorCode.EngineError,
-      'the handler answered a batch with contents not named batch_NNN_ (use Output.add(..., batch_index=i) or return one Output per request)',
-    );
-  }
-  return hadMeta.map((withMeta, index) => {
-    const prefix = batchPrefix(index);
-    const properties: Record<string, string> = { ...shared };
-    for (const [key, value] of Object.entries(all)) {
-      if (key.startsWith(prefix)) properties[key.slice(prefix.length)] = value;
+  // One pass over the answer's properties and contents, each to the request its prefix names.
+  const requests = hadMeta.map(() => ({
+    properties: {} as Record<string, string>,
+    tensors: [] as AnyTensor[],
+    bytes: [] as string[],
+  }));
+  for (const [key, value] of Object.entries(meta?.properties ?? {})) {
+    const index = batchIndexOf(key);
+    if (index === undefined) {
+      if (key !== 'code' && key !== 'message') shared[key] = value;
+    } else {
+      const request = requests[index];
+      if (request) request.properties[key.slice(BATCH_PREFIX_LENGTH)] = value;
     }
-    const mine = prefixed
-      .filter((t) => t.name!.startsWith(prefix))
-      .map((t) => t.withName(t.name!.slice(prefix.length)));
-    if (!withMeta) {
+  }
+  for (const tensor of tensors) {
+    const name = tensor.name ?? '';
+    const index = batchIndexOf(name);
+    if (index === undefined) {
+      throw new KilnError(
+        KilnErrorCode.EngineError,
+        'the handler answered a batch with contents not named batch_NNN_ (use Output.add(..., batch_index=i) or return one Output per request)',
+      );
+    }
+    const request = requests[index];
+    if (!request) continue;
+    const own = name.slice(BATCH_PREFIX_LENGTH);
+    request.tensors.push(tensor.withName(own));
+    if (bytes.has(name)) request.bytes.push(own);
+  }
+  return requests.map((request, index) => {
+    const properties = { ...shared, ...request.properties };
+    if (!hadMeta[index]) {
       failOnErrorCode(properties);
-      return new NDList(mine);
+      return new NDList(request.tensors);
     }
-    const mineBytes = prefixed
-      .filter((t) => bytes.has(t.name!) && t.name!.startsWith(prefix))
-      .map((t) => t.name!.slice(prefix.length));
-    return new NDList([...mine, metaTensor({ properties, bytes: mineBytes })]);
+    return new NDList([...request.tensors, metaTensor({ properties, bytes: request.bytes })]);
   });
 }
