@@ -12,7 +12,13 @@ import { parseArgs } from 'node:util';
 import { resnetModel } from '@kiln/model-tools';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
-import { type Workload, inputTensor, startKiln, v2BinaryRequest } from '../server/contenders.js';
+import {
+  type Workload,
+  buildKilnCli,
+  inputTensor,
+  startKiln,
+  v2BinaryRequest,
+} from '../server/contenders.js';
 import { runLoad } from '../server/load-generator.js';
 import { runGrpcLoad } from './grpc-load.js';
 import { generatePythonStubs, pythonGrpcAvailable, runPythonLoad } from './python-load.js';
@@ -50,6 +56,7 @@ const workload: Workload = {
   concurrency,
   properties: {},
 };
+buildKilnCli();
 const server = await startKiln(workload, port, ['--grpc-address', grpcAddress]);
 try {
   const http = v2BinaryRequest(workload);

@@ -23,6 +23,7 @@ import { alternateRounds } from '../harness/rounds.js';
 import {
   type RunningServer,
   type Workload,
+  buildKilnCli,
   npyBody,
   startInProcess,
   startKiln,
@@ -304,7 +305,10 @@ async function runScenario(scenario: Scenario, portBase: number): Promise<void> 
 }
 
 const only = args.only?.split(',');
-console.log(`bench/server: client ${useWrk ? 'wrk' : 'node'}; ${machineLine()}`);
+console.log(
+  `bench/server: building kiln (tsc -b apps/cli), then client ${useWrk ? 'wrk' : 'node'}; ${machineLine()}`,
+);
+buildKilnCli();
 let port = 18400;
 for (const scenario of scenarios) {
   if (only && !only.includes(scenario.label)) continue;

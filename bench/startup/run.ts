@@ -10,7 +10,7 @@
  *
  *   node -C @kiln/source --import tsx bench/startup/run.ts [--rounds 3]
  */
-import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import { type ChildProcess, fork } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,15 +21,20 @@ import { Tensor, encodeNpy } from '@kiln/core';
 import { resnetModel } from '@kiln/model-tools';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
-import { KILN_BENCH_ENV, kilnServeArgs, stopChild } from '../server/contenders.js';
+import {
+  KILN_BUILT,
+  KILN_SOURCE,
+  buildKilnCli,
+  kilnServeArgs,
+  spawnKiln,
+  stopChild,
+} from '../server/contenders.js';
 
 const { values: args } = parseArgs({
   options: { rounds: { type: 'string', default: '3' } },
 });
 const rounds = Number(args.rounds);
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const KILN_BUILT = join(ROOT, 'apps/cli/dist/main.js');
-const KILN_SOURCE = join(ROOT, 'apps/cli/bin/kiln.mjs');
 const NAIVE = join(ROOT, 'bench/server/naive-server.mjs');
 
 let nextPort = 19100;
@@ -53,10 +58,7 @@ async function firstPrediction(url: string, body: Buffer, started: number): Prom
 
 function startKiln(entry: string, modelDir: string): { child: ChildProcess; url: string } {
   const port = (nextPort += 3);
-  const child = spawn(process.execPath, [entry, ...kilnServeArgs('resnet', modelDir, port)], {
-    stdio: 'ignore',
-    env: KILN_BENCH_ENV,
-  });
+  const child = spawnKiln(entry, kilnServeArgs('resnet', modelDir, port), { stdio: 'ignore' });
   return { child, url: `http://127.0.0.1:${port}/predictions/resnet` };
 }
 
@@ -77,14 +79,7 @@ function rssMiB(pid: number): number {
 const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-startup-'));
 try {
   console.log(`startup: building dist (tsc -b apps/cli) — ${machineLine()}`);
-  execFileSync(
-    process.execPath,
-    [join(ROOT, 'node_modules/typescript/bin/tsc'), '-b', 'apps/cli'],
-    {
-      cwd: ROOT,
-      stdio: 'inherit',
-    },
-  );
+  buildKilnCli();
   const model = await resnetModel(join(dir, 'resnet'), { depth: 18 });
   const body = Buffer.from(
     encodeNpy(new Tensor('float32', new Float32Array(3 * 224 * 224).fill(0.5), [1, 3, 224, 224])),
