@@ -8,6 +8,7 @@ import { pino, type Logger } from 'pino';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server-config.js';
 import { accessLog } from './http/access-log.js';
+import { TurnBudget, turnBudgetMiddleware } from './http/turn-budget.js';
 import type { GrpcListener } from './grpc/grpc-listener.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { fastPredictions } from './http/fast-predictions.js';
@@ -86,6 +87,9 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   inference.use(requestMetrics(metrics, 'inference', known));
   inference.use(errorMiddleware(errorOptions, log));
   inference.use(hostGuard(config.inferenceAddress, config));
+  const turnBudget =
+    config.eventLoopTurnBudgetMs > 0 ? new TurnBudget(config.eventLoopTurnBudgetMs) : undefined;
+  if (turnBudget) inference.use(turnBudgetMiddleware(turnBudget, isHealthCheck));
   const inferenceMeta = new Router();
   inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
   for (const router of [
@@ -133,7 +137,12 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
 
   const listeners: http.Server[] = [];
   const inferenceHandler = fastPredictions(
-    { server, hosts: listenerHosts(config.inferenceAddress, config), errors: errorOptions },
+    {
+      server,
+      hosts: listenerHosts(config.inferenceAddress, config),
+      errors: errorOptions,
+      budget: turnBudget,
+    },
     inference.callback(),
   );
   const listen = async (app: Koa, address: string): Promise<string> => {
@@ -284,4 +293,12 @@ function startupModels(config: ServerConfig): string[] {
 function placementOf(entry: ModelEntry): { placement?: string; placementReason?: string } {
   const placement = entry.pool?.describe().placement;
   return placement ? { placement: placement.kind, placementReason: placement.reason } : {};
+}
+
+/** Liveness and readiness probes: answered at once, never behind a turn budget. */
+const HEALTH_CHECK =
+  /^\/(?:ping|v2\/health\/(?:live|ready)|v2\/models\/[^/]+(?:\/versions\/[^/]+)?\/ready)$/;
+
+function isHealthCheck(path: string): boolean {
+  return HEALTH_CHECK.test(path);
 }

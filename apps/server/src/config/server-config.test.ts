@@ -30,6 +30,10 @@ describe('loadServerConfig', () => {
     );
     expect(config.overloadStatus).toBe(503);
     expect(config.modelStore).toBeUndefined();
+    expect(config.eventLoopTurnBudgetMs).toBe(1);
+    expect(
+      loadServerConfig({ env: { KILN_EVENT_LOOP_TURN_BUDGET_MS: '0' } }).eventLoopTurnBudgetMs,
+    ).toBe(0);
   });
 
   it('layers defaults < file < KILN_* environment < overrides', () => {

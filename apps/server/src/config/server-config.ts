@@ -50,6 +50,11 @@ export interface ServerConfig {
   readonly maxArchiveBytes: number;
   readonly modelCacheDir: string | undefined;
   readonly accessLog: boolean;
+  /**
+   * `event_loop_turn_budget_ms`: request work one event-loop turn does before the rest waits
+   * for the next turn, so health checks and timers are served under load (0: no bound).
+   */
+  readonly eventLoopTurnBudgetMs: number;
   /** Grace period for draining on SIGTERM, ms. */
   readonly shutdownTimeoutMs: number;
   /** Defaults for every model; a model's serving.properties overrides them. */
@@ -101,6 +106,7 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   max_archive_size: String(4 * 1024 ** 3),
   model_cache_dir: '',
   enable_access_log: 'true',
+  event_loop_turn_budget_ms: '1',
   shutdown_timeout: '30000',
   job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
   batch_size: '',
@@ -222,6 +228,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     maxArchiveBytes: int('max_archive_size', 1),
     modelCacheDir: raw.model_cache_dir!.trim() || undefined,
     accessLog: raw.enable_access_log !== 'false',
+    eventLoopTurnBudgetMs: int('event_loop_turn_budget_ms'),
     shutdownTimeoutMs: int('shutdown_timeout'),
     modelDefaults: {
       jobQueueSize: int('job_queue_size', 1),

@@ -8,6 +8,7 @@ import type { ErrorMappingOptions } from './error-status.js';
 import { recordRequest } from './request-metrics.js';
 import type { BodyLimits } from './read-body.js';
 import { answerUnlessGone, servingAnswer, servingInputFrom } from './serving-request.js';
+import type { TurnBudget } from './turn-budget.js';
 
 /** The one route a server answers most, in the names @koa/router gives its patterns. */
 const PREDICTION =
@@ -20,6 +21,8 @@ export interface FastPredictionsContext {
   /** The inference listener's Host and Origin policy. */
   readonly hosts: HostPolicy;
   readonly errors: ErrorMappingOptions;
+  /** Bounds the request work of one event-loop turn (see TurnBudget); none when undefined. */
+  readonly budget?: TurnBudget | undefined;
 }
 
 /**
@@ -77,7 +80,7 @@ function servesHere(
 }
 
 async function predict(
-  { server, errors, limits, isRegistered }: PredictRoute,
+  { server, errors, limits, isRegistered, budget }: PredictRoute,
   req: http.IncomingMessage,
   res: http.ServerResponse,
   name: string,
@@ -89,8 +92,13 @@ async function predict(
   let status = 200;
   let code: string | undefined;
   try {
+    // Under load, the rest of this turn belongs to work that came first (see TurnBudget).
+    const before = budget?.turn();
+    if (before) await before;
     const input = await servingInputFrom(req, limits);
     const output = await answerUnlessGone(res, server.models.submit(name, version, input));
+    const after = budget?.turn();
+    if (after) await after;
     const answer = servingAnswer(output, req.headers.accept || undefined);
     for (const [header, value] of Object.entries(answer.headers ?? {})) {
       res.setHeader(header, value);
