@@ -11,31 +11,60 @@ import type { Middleware } from 'koa';
 export class TurnBudget {
   /** performance.now() when this turn's first piece of work started; -1 between turns. */
   private turnStart = -1;
+  /** Work waiting for a turn with time, first come first served. */
+  private readonly waiting: (() => void)[] = [];
+  private next = 0;
+  private drainScheduled = false;
 
   constructor(readonly budgetMs: number) {}
 
   /**
-   * Undefined when the current turn still has time (go on at once); otherwise a promise that
-   * resolves in a later turn that has.
+   * Undefined when the current turn still has time and nothing waits (go on at once);
+   * otherwise a promise that resolves, after the work that asked before, in a turn with time.
    */
   turn(): Promise<void> | undefined {
-    if (this.hasTime()) return undefined;
-    return new Promise((resolve) => setImmediate(() => this.whenTime(resolve)));
+    if (this.next === this.waiting.length && this.hasTime()) return undefined;
+    return new Promise((resolve) => {
+      this.waiting.push(resolve);
+      this.scheduleDrain();
+    });
   }
 
-  // Each waiter is its own immediate: Node settles the microtasks of one (the request's work)
-  // before it runs the next, so each finds the time the ones before it took.
-  private whenTime(resolve: () => void): void {
-    if (this.hasTime()) resolve();
-    else setImmediate(() => this.whenTime(resolve));
+  private scheduleDrain(): void {
+    if (this.drainScheduled) return;
+    this.drainScheduled = true;
+    setImmediate(this.drain);
   }
+
+  // Lets one waiter go, then looks again once its work so far has run: the check is a
+  // microtask queued behind that work, so each look sees the time the ones before took.
+  private readonly drain = (): void => {
+    this.drainScheduled = false;
+    if (this.next === this.waiting.length) return;
+    if (!this.hasTime()) {
+      this.scheduleDrain();
+      return;
+    }
+    const resolve = this.waiting[this.next++]!;
+    if (this.next === this.waiting.length) {
+      this.waiting.length = 0;
+      this.next = 0;
+    } else if (this.next >= 1024 && this.next * 2 >= this.waiting.length) {
+      // A backlog that never empties (sustained overload) must not keep every slot it used.
+      this.waiting.splice(0, this.next);
+      this.next = 0;
+    }
+    resolve();
+    this.drainScheduled = true;
+    queueMicrotask(this.drain);
+  };
 
   private hasTime(): boolean {
     const now = performance.now();
     if (this.turnStart < 0) {
       this.turnStart = now;
-      // Runs in this turn's check phase, ahead of the waiters queued after it: they start
-      // the next turn's time.
+      // Runs in this turn's check phase, ahead of a drain queued after it: the drain then
+      // starts the next turn's time.
       setImmediate(this.endTurn);
       return true;
     }
