@@ -23,11 +23,15 @@ function watchBody(
   let received = 0;
   const slow = (what: string) => () =>
     fail(new KilnError(KilnErrorCode.RequestTimeout, `request body ${what}`));
-  const whole = setTimeout(slow('took too long to arrive'), limits.timeoutMs);
-  const idle = setTimeout(
-    slow(`stalled for more than ${limits.idleTimeoutMs} ms`),
-    limits.idleTimeoutMs,
-  );
+  // A body already received whole (most small ones: they come with the headers) has nothing
+  // left to wait for: no timers to arm and clear.
+  const arriving = !req.complete;
+  const whole = arriving
+    ? setTimeout(slow('took too long to arrive'), limits.timeoutMs)
+    : undefined;
+  const idle = arriving
+    ? setTimeout(slow(`stalled for more than ${limits.idleTimeoutMs} ms`), limits.idleTimeoutMs)
+    : undefined;
   const onClose = () => {
     if (!req.complete) fail(new KilnError(KilnErrorCode.Cancelled, 'client closed the request'));
   };
@@ -36,7 +40,7 @@ function watchBody(
   req.on('error', onError);
   return {
     count(bytes) {
-      idle.refresh();
+      idle?.refresh();
       received += bytes;
       if (received <= limits.maxBytes) return true;
       fail(tooLarge(limits.maxBytes));

@@ -25,9 +25,13 @@ export async function loadEngineCatalog(modules: readonly string[]): Promise<Eng
   const missing: Record<string, string> = {};
   const providers = new Map<string, EngineProvider>();
   const sources = new Map<string, string>();
-  for (const specifier of modules) {
+  // Imported together (their file reads overlap), registered in the order given.
+  const imported = await Promise.allSettled(modules.map((m) => importEngineProvider(m)));
+  imported.forEach((result, i) => {
+    const specifier = modules[i]!;
     try {
-      const provider = await importEngineProvider(specifier);
+      if (result.status === 'rejected') throw result.reason;
+      const provider = result.value;
       registry.register(provider);
       providers.set(provider.name.toLowerCase(), provider);
       sources.set(provider.name.toLowerCase(), specifier);
@@ -35,7 +39,7 @@ export async function loadEngineCatalog(modules: readonly string[]): Promise<Eng
     } catch (error) {
       missing[specifier] = error instanceof Error ? error.message : String(error);
     }
-  }
+  });
   return {
     registry,
     modules: loaded,
