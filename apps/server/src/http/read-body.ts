@@ -38,6 +38,13 @@ function watchBody(
   const onError = (error: unknown) => fail(bodyError(error));
   req.on('close', onClose);
   req.on('error', onError);
+  // Read late (the request waited for a turn with time), its client may be gone already: Node
+  // has then destroyed the request and dropped what it held, and no event is left to come.
+  if (req.destroyed) {
+    process.nextTick(() =>
+      fail(new KilnError(KilnErrorCode.Cancelled, 'client closed the request')),
+    );
+  }
   return {
     count(bytes) {
       idle?.refresh();
