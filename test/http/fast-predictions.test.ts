@@ -58,6 +58,12 @@ const cases: {
     headers: { 'content-type': 'tensor/npz', accept: 'tensor/npz' },
   },
   {
+    name: 'npz in and out under numpy’s media type',
+    route: '/predictions/addmul',
+    body: npz,
+    headers: { 'content-type': 'application/x-npz', accept: 'application/x-npz' },
+  },
+  {
     name: 'npz in, JSON tensors out',
     route: '/predictions/addmul',
     body: npz,
@@ -122,6 +128,24 @@ async function requestCount(route: string, model: string, status: number): Promi
     );
   return line ? Number(line.split(' ').pop()) : 0;
 }
+
+describe('numpy media types', () => {
+  it('answers in the format and under the type an Accept of numpy’s asks for', async () => {
+    for (const route of ['/predictions/addmul', '/predictions/addmul?via=koa']) {
+      const response = await fetch(`${t.inference}${route}`, {
+        method: 'POST',
+        body: npz,
+        headers: { 'content-type': 'application/x-npz', accept: 'application/x-npz' },
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('application/x-npz');
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      // A zip (npz), not Kiln's default ndlist.
+      expect([...bytes.subarray(0, 2)]).toEqual([0x50, 0x4b]);
+      expect(decodeTensors(bytes).length).toBe(2);
+    }
+  });
+});
 
 describe('POST /predictions outside Koa', () => {
   it.each(cases)('answers $name as the Koa route does', async ({ route, body, headers }) => {

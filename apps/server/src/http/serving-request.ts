@@ -6,7 +6,7 @@ import {
   type ServingInput,
   type ServingOutput,
   encodeTensors,
-  formatForAccept,
+  replyForAccept,
 } from '@kiln/core';
 import type { JobHandle } from '@kiln/batching';
 import { type BodyLimits, readBody, readMultipart } from './read-body.js';
@@ -76,9 +76,10 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
       headers: undefined,
     };
   }
-  const encoded = encodeTensors(output.tensors, formatForAccept(accept, output.tensors.length));
+  const reply = replyForAccept(accept, output.tensors.length);
+  const encoded = encodeTensors(output.tensors, reply.format);
   return {
-    contentType: encoded.contentType,
+    contentType: reply.contentType,
     body: Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength),
     headers: undefined,
   };

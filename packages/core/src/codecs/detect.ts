@@ -53,32 +53,62 @@ export function detectTensorFormat(bytes: Uint8Array): TensorFormat {
   return 'ndlist';
 }
 
+/**
+ * numpy's media types as other serving stacks spell them (SageMaker's NumpySerializer sends and
+ * accepts `application/x-npy`): read as npy and npz, and echoed in the answer when asked for.
+ */
+export const NUMPY_MEDIA_TYPES: Readonly<Record<string, TensorFormat>> = {
+  'application/x-npy': 'npy',
+  'application/x-npz': 'npz',
+};
+
+const FORMAT_OF_MEDIA_TYPE = new Map<string, TensorFormat>([
+  ...Object.entries(TENSOR_CONTENT_TYPES).map(([f, type]) => [type, f as TensorFormat] as const),
+  ...Object.entries(NUMPY_MEDIA_TYPES),
+]);
+
 /** The format named by a media type, or undefined when it names none of them. */
 export function formatForContentType(contentType: string | undefined): TensorFormat | undefined {
-  const media = contentType?.split(';')[0]!.trim().toLowerCase();
-  if (media === undefined) return undefined;
-  for (const [format, type] of Object.entries(TENSOR_CONTENT_TYPES)) {
-    if (type === media) return format as TensorFormat;
-  }
-  return undefined;
+  if (contentType === undefined) return undefined;
+  // Most requests spell it exactly: no string to cut or lower-case.
+  const exact = FORMAT_OF_MEDIA_TYPE.get(contentType);
+  if (exact !== undefined) return exact;
+  return FORMAT_OF_MEDIA_TYPE.get(contentType.split(';')[0]!.trim().toLowerCase());
+}
+
+/** How to answer with tensors: the format, and the content type to label the answer with. */
+export interface TensorReply {
+  readonly format: TensorFormat;
+  readonly contentType: string;
 }
 
 /**
- * The reply format for an `Accept` header: the acceptable tensor format with the highest q-value
+ * The reply for an `Accept` header: the acceptable tensor format with the highest q-value
  * (earliest on ties), else DJL's default, ndlist. With `tensorCount` other than 1, npy (a
- * single-array format) is passed over.
+ * single-array format) is passed over. The answer is labelled with Kiln's type for the format,
+ * or with numpy's when that is what was asked for.
  */
-export function formatForAccept(accept: string | undefined, tensorCount?: number): TensorFormat {
-  let best: { format: TensorFormat; q: number } | undefined;
+export function replyForAccept(accept: string | undefined, tensorCount?: number): TensorReply {
+  let best: { format: TensorFormat; media: string; q: number } | undefined;
   for (const range of (accept ?? '').split(',')) {
     const [media, ...params] = range.split(';').map((part) => part.trim());
     const format = formatForContentType(media);
     const fits = format !== 'npy' || tensorCount === undefined || tensorCount === 1;
     if (format === undefined || !fits) continue;
     const q = qValue(params);
-    if (q > 0 && (best === undefined || q > best.q)) best = { format, q };
+    if (q > 0 && (best === undefined || q > best.q)) best = { format, media: media!, q };
   }
-  return best?.format ?? 'ndlist';
+  if (!best) return { format: 'ndlist', contentType: TENSOR_CONTENT_TYPES.ndlist };
+  const numpy = best.media.toLowerCase();
+  return {
+    format: best.format,
+    contentType: numpy in NUMPY_MEDIA_TYPES ? numpy : TENSOR_CONTENT_TYPES[best.format],
+  };
+}
+
+/** The reply format for an `Accept` header (see `replyForAccept`). */
+export function formatForAccept(accept: string | undefined, tensorCount?: number): TensorFormat {
+  return replyForAccept(accept, tensorCount).format;
 }
 
 function qValue(params: readonly string[]): number {

@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import { KilnErrorCode } from '../errors.js';
 import { NDList } from '../tensor/ndlist.js';
 import { Tensor } from '../tensor/tensor.js';
-import { type TensorFormat, detectTensorFormat, formatForAccept } from './detect.js';
+import {
+  type TensorFormat,
+  detectTensorFormat,
+  formatForAccept,
+  formatForContentType,
+  replyForAccept,
+} from './detect.js';
 import { decodeTensors, encodeTensors } from './tensor-codec.js';
 import { expectKilnError, expectSameList } from './test-support.js';
 
@@ -54,6 +60,25 @@ describe('formatForAccept', () => {
     ['application/json;q=2', 'ndlist'],
   ] as const)('%j → %s', (accept, format) => {
     expect(formatForAccept(accept)).toBe(format);
+  });
+
+  it('takes numpy’s media types for npy and npz, and answers under the one asked for', () => {
+    expect(formatForContentType('application/x-npy')).toBe('npy');
+    expect(formatForContentType('Application/X-NPZ; charset=binary')).toBe('npz');
+    expect(replyForAccept('application/x-npy', 1)).toEqual({
+      format: 'npy',
+      contentType: 'application/x-npy',
+    });
+    expect(replyForAccept('Application/X-Npz;q=0.9, tensor/npy;q=0.5', 1)).toEqual({
+      format: 'npz',
+      contentType: 'application/x-npz',
+    });
+    expect(replyForAccept('tensor/npy', 1)).toEqual({ format: 'npy', contentType: 'tensor/npy' });
+    // npy cannot hold two tensors: the default answers, under its own type.
+    expect(replyForAccept('application/x-npy', 2)).toEqual({
+      format: 'ndlist',
+      contentType: 'tensor/ndlist',
+    });
   });
 
   it('passes npy over for anything but one tensor', () => {
