@@ -92,7 +92,7 @@ export const KILN_BENCH_ENV = { ...process.env, KILN_ENABLE_ACCESS_LOG: 'false' 
 
 /**
  * Builds the CLI and the packages it uses (`tsc -b apps/cli`), so that benches run `kiln` as
- * an installed one runs: built JS. Run from the sources through tsx, the same server did 8-13 %
+ * an installed one runs: built JS. Run from the sources through tsx, the same server did 6-12 %
  * fewer requests per second (tsx's helpers run on every closure it creates).
  */
 export function buildKilnCli(): void {
