@@ -99,10 +99,12 @@ export function replyForAccept(accept: string | undefined, tensorCount?: number)
     if (q > 0 && (best === undefined || q > best.q)) best = { format, media: media!, q };
   }
   if (!best) return { format: 'ndlist', contentType: TENSOR_CONTENT_TYPES.ndlist };
-  const numpy = best.media.toLowerCase();
+  const media = best.media.toLowerCase();
   return {
     format: best.format,
-    contentType: numpy in NUMPY_MEDIA_TYPES ? numpy : TENSOR_CONTENT_TYPES[best.format],
+    contentType: Object.hasOwn(NUMPY_MEDIA_TYPES, media)
+      ? media
+      : TENSOR_CONTENT_TYPES[best.format],
   };
 }
 

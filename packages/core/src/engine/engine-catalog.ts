@@ -29,16 +29,20 @@ export async function loadEngineCatalog(modules: readonly string[]): Promise<Eng
   const imported = await Promise.allSettled(modules.map((m) => importEngineProvider(m)));
   imported.forEach((result, i) => {
     const specifier = modules[i]!;
-    try {
-      if (result.status === 'rejected') throw result.reason;
-      const provider = result.value;
-      registry.register(provider);
-      providers.set(provider.name.toLowerCase(), provider);
-      sources.set(provider.name.toLowerCase(), specifier);
-      loaded.push(specifier);
-    } catch (error) {
-      missing[specifier] = error instanceof Error ? error.message : String(error);
+    if (result.status === 'rejected') {
+      missing[specifier] = reasonOf(result.reason);
+      return;
     }
+    const provider = result.value;
+    try {
+      registry.register(provider);
+    } catch (error) {
+      missing[specifier] = reasonOf(error);
+      return;
+    }
+    providers.set(provider.name.toLowerCase(), provider);
+    sources.set(provider.name.toLowerCase(), specifier);
+    loaded.push(specifier);
   });
   return {
     registry,
@@ -63,4 +67,8 @@ export async function importEngineProvider(specifier: string): Promise<EnginePro
     );
   }
   return provider;
+}
+
+function reasonOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
 }
