@@ -100,8 +100,9 @@ async function predict(
     const after = budget?.turn();
     if (after) await after;
     const answer = servingAnswer(output, req.headers.accept || undefined);
-    for (const [header, value] of Object.entries(answer.headers ?? {})) {
-      res.setHeader(header, value);
+    // Most answers carry no headers of their own: no empty object and entry list per request.
+    if (answer.headers) {
+      for (const [header, value] of Object.entries(answer.headers)) res.setHeader(header, value);
     }
     send(res, 200, answer.contentType, answer.body);
   } catch (error) {
