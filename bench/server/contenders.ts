@@ -106,11 +106,15 @@ export function buildKilnCli(): void {
 export function spawnKiln(
   entry: string,
   args: readonly string[],
-  options: { stdio: 'ignore' | ['ignore', 'pipe', 'pipe'] },
+  options: {
+    stdio: 'ignore' | ['ignore', 'pipe', 'pipe'];
+    /** More environment (KILN_* server settings) on top of KILN_BENCH_ENV. */
+    env?: Readonly<Record<string, string>>;
+  },
 ): ChildProcess {
   return spawn(process.execPath, [...KILN_NODE_FLAGS, entry, ...args], {
     stdio: options.stdio,
-    env: KILN_BENCH_ENV,
+    env: { ...KILN_BENCH_ENV, ...options.env },
   });
 }
 
@@ -122,11 +126,12 @@ export async function startKiln(
   workload: Workload,
   port: number,
   extraArgs: readonly string[] = [],
+  env: Readonly<Record<string, string>> = {},
 ): Promise<RunningServer> {
   const child = spawnKiln(
     KILN_BUILT,
     [...kilnServeArgs(workload.modelName, workload.modelDir, port), ...extraArgs],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'], env },
   );
   const ready = await waitForOutput(child, /READY/, /FAILED|error:/);
   // The CLI's line names where the model runs: `READY in 80 ms (inline: …)`.

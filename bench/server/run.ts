@@ -54,6 +54,8 @@ interface ContenderSpec {
   readonly kind: 'kiln' | 'naive' | 'in-process';
   /** serving.properties for Kiln; none means Kiln's defaults. */
   readonly properties?: Readonly<Record<string, string>>;
+  /** Server settings for Kiln, as KILN_* environment variables. */
+  readonly env?: Readonly<Record<string, string>>;
 }
 
 interface Ratio {
@@ -91,6 +93,8 @@ const scenarios: Scenario[] = [
     concurrency: 64,
     contenders: [
       { name: 'kiln defaults', kind: 'kiln' },
+      // The defaults without the event-loop turn budget: what the budget buys the probe.
+      { name: 'kiln budget off', kind: 'kiln', env: { KILN_EVENT_LOOP_TURN_BUDGET_MS: '0' } },
       { name: 'kiln auto', kind: 'kiln', properties: { placement: 'auto' } },
       { name: 'kiln inline', kind: 'kiln', properties: { placement: 'inline' } },
       {
@@ -114,6 +118,13 @@ const scenarios: Scenario[] = [
         goal: { atLeast: 2 },
       },
       {
+        // The budget must not cost throughput.
+        label: 'kiln defaults ÷ kiln budget off',
+        of: 'kiln defaults',
+        over: 'kiln budget off',
+        goal: { atLeast: 1 },
+      },
+      {
         // What placement=auto chooses between (the server's default runs on threads).
         label: 'kiln inline ÷ kiln defaults',
         of: 'kiln inline',
@@ -121,7 +132,7 @@ const scenarios: Scenario[] = [
         goal: { atLeast: 1 },
       },
     ],
-    pingGoal: { contenders: ['kiln defaults'], goal: { atMost: 5 } },
+    pingGoal: { contenders: ['kiln defaults', 'kiln budget off'], goal: { atMost: 5 } },
   },
   {
     label: 'mlp-batching',
@@ -203,7 +214,8 @@ async function start(
     concurrency: scenario.concurrency,
     properties,
   };
-  if (spec.kind === 'kiln') return { spec, workload, server: await startKiln(workload, port) };
+  if (spec.kind === 'kiln')
+    return { spec, workload, server: await startKiln(workload, port, [], spec.env) };
   if (spec.kind === 'naive') return { spec, workload, server: await startNaive(workload, port) };
   return { spec, workload, inProcess: await startInProcess(workload) };
 }
