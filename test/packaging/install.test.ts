@@ -334,6 +334,80 @@ describe('the server and the CLI with ONNX Runtime only', () => {
   });
 });
 
+describe('the server and the CLI with Python mode only', () => {
+  let dir: string;
+  let server: ChildProcess | undefined;
+
+  beforeAll(async () => {
+    const installed = await project(
+      'python-only',
+      tarballs(
+        '@kiln/cli',
+        '@kiln/server',
+        '@kiln/engine-python',
+        '@kiln/core',
+        '@kiln/batching',
+        '@kiln/worker-pool',
+        '@kiln/benchmark',
+        '@kiln/model-tools',
+      ),
+    );
+    dir = installed.dir;
+    expect(fs.existsSync(path.join(dir, 'node_modules', '@kiln', 'engine-onnxruntime'))).toBe(
+      false,
+    );
+  }, 300_000);
+
+  afterAll(() => {
+    if (server?.pid) process.kill(-server.pid, 'SIGTERM');
+  });
+
+  it('`npx kiln serve` serves a model.py without ONNX Runtime installed', async () => {
+    const model = path.join(work, 'models', 'echo-py');
+    fs.mkdirSync(model, { recursive: true });
+    fs.writeFileSync(
+      path.join(model, 'model.py'),
+      [
+        'from djl_python import Input, Output',
+        'def handle(inputs: Input):',
+        '    if inputs.is_empty():',
+        '        return None',
+        "    return Output().add_as_json({'doubled': [2 * x for x in inputs.get_as_json()]})",
+        '',
+      ].join('\n'),
+    );
+    const [inference, management, metrics] = await freePorts(3);
+    server = spawn(
+      'npx',
+      [
+        'kiln',
+        'serve',
+        '-m',
+        `echo=${pathToFileURL(model).href}`,
+        '--inference-address',
+        `http://127.0.0.1:${inference}`,
+        '--management-address',
+        `http://127.0.0.1:${management}`,
+        '--metrics-address',
+        `http://127.0.0.1:${metrics}`,
+      ],
+      { cwd: dir, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    );
+    await waitForOutput(server, /model echo READY/);
+    const curl = await run('curl', [
+      '-sS',
+      '-X',
+      'POST',
+      `http://127.0.0.1:${inference}/predictions/echo`,
+      '-H',
+      'Content-Type: application/json',
+      '-d',
+      '[1, 2.5]',
+    ]);
+    expect(JSON.parse(curl.stdout)).toEqual({ doubled: [2, 5] });
+  }, 180_000);
+});
+
 const libtorchRequired = REQUIRED_ENGINES.includes('pytorch');
 const libtorchBuilt = fs.existsSync(LIBTORCH_ADDON);
 if (!libtorchBuilt) {

@@ -4,13 +4,27 @@ import {
   KilnErrorCode,
   type ModelInspection,
   type ServingProperties,
+  type StepDecoder,
   type TextTokenizer,
   loadTextTokenizer,
 } from '@kiln/core';
 import { RollingScheduler } from '@kiln/batching';
-import { OrtStepDecoder, parseSessionConfig } from '@kiln/engine-onnxruntime';
 import { startInferenceThread } from '@kiln/worker-pool';
+import { importEnginePackage } from '../models/engine-catalog.js';
 import type { GenerationMetrics } from './generation-metrics.js';
+
+/** What the server needs of a decoder: steps for the scheduler, its sizes, and closing. */
+export interface GenerativeDecoder extends StepDecoder<unknown> {
+  readonly vocabSize: number;
+  readonly cacheBytesPerToken: number;
+  close(): Promise<void>;
+}
+
+/** The part of @kiln/engine-onnxruntime text generation uses; imported only when needed. */
+type OrtDecoderModule = Pick<
+  typeof import('@kiln/engine-onnxruntime'),
+  'OrtStepDecoder' | 'parseSessionConfig'
+>;
 
 /** DJL LMI's `option.rolling_batch` values that turn rolling batching on. */
 const ROLLING_BATCH_ON = new Set(['auto', 'scheduler']);
@@ -29,7 +43,7 @@ export function wantsRollingBatch(properties: ServingProperties): boolean {
 export class GenerativeModel {
   private constructor(
     readonly name: string,
-    readonly decoder: OrtStepDecoder,
+    readonly decoder: GenerativeDecoder,
     readonly tokenizer: TextTokenizer,
     readonly scheduler: RollingScheduler<unknown>,
   ) {}
@@ -55,8 +69,12 @@ export class GenerativeModel {
     };
     // tokenizer.json, GPT-2's vocab.json + merges.txt, or a character vocab.json.
     const tokenizer = await loadTextTokenizer(inspection.dir);
+    // An optional peer: a server installed with other engines only must still start.
+    const { OrtStepDecoder, parseSessionConfig } = await importEnginePackage<OrtDecoderModule>(
+      '@kiln/engine-onnxruntime',
+    );
     // ONNX Runtime's own option.* keys (intraOpNumThreads, optLevel, …) apply as usual.
-    const decoder = await OrtStepDecoder.load(inspection.dir, {
+    const decoder: GenerativeDecoder = await OrtStepDecoder.load(inspection.dir, {
       startThread: startInferenceThread,
       session: parseSessionConfig(inspection.properties.options, CPU),
     });
@@ -76,12 +94,7 @@ export class GenerativeModel {
           cacheBytes && Math.max(1, Math.floor(cacheBytes / decoder.cacheBytesPerToken)),
         ),
       });
-      const model = new GenerativeModel(
-        name,
-        decoder,
-        tokenizer,
-        scheduler as RollingScheduler<unknown>,
-      );
+      const model = new GenerativeModel(name, decoder, tokenizer, scheduler);
       metrics.watch(model);
       return model;
     } catch (error) {
