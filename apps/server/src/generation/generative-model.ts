@@ -10,6 +10,7 @@ import {
 } from '@kiln/core';
 import { RollingScheduler } from '@kiln/batching';
 import { startInferenceThread } from '@kiln/worker-pool';
+import type * as OrtEngine from '@kiln/engine-onnxruntime';
 import { importEnginePackage } from '../models/engine-catalog.js';
 import type { GenerationMetrics } from './generation-metrics.js';
 
@@ -21,10 +22,7 @@ export interface GenerativeDecoder extends StepDecoder<unknown> {
 }
 
 /** The part of @kiln/engine-onnxruntime text generation uses; imported only when needed. */
-type OrtDecoderModule = Pick<
-  typeof import('@kiln/engine-onnxruntime'),
-  'OrtStepDecoder' | 'parseSessionConfig'
->;
+type OrtDecoderModule = Pick<typeof OrtEngine, 'OrtStepDecoder' | 'parseSessionConfig'>;
 
 /** DJL LMI's `option.rolling_batch` values that turn rolling batching on. */
 const ROLLING_BATCH_ON = new Set(['auto', 'scheduler']);
