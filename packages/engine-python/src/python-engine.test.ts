@@ -13,6 +13,7 @@ import {
 import { checkEngine } from '@kiln/testing';
 import { createPythonEngine } from './provider.js';
 import type { PythonModel } from './python-model.js';
+import { PythonEngine, visibleGpuCount } from './python-engine.js';
 import { probePython } from './probe.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -21,17 +22,22 @@ const { run } = await checkEngine('Python', () => probePython(PYTHON));
 const dirs: string[] = [];
 afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
-async function load(source: string, options: Record<string, string> = {}): Promise<PythonModel> {
+async function load(
+  source: string,
+  options: Record<string, string> = {},
+  servingProperties = '',
+): Promise<PythonModel> {
   const dir = mkdtempSync(join(tmpdir(), 'kiln-python-'));
   dirs.push(dir);
   writeFileSync(join(dir, 'model.py'), source);
   const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
+  const properties = parseServingProperties(servingProperties);
   return (await engine.loadModel({
     name: 'm',
     modelDir: dir,
     device: CPU,
-    options: { pythonExecutable: PYTHON, ...options },
-    properties: parseServingProperties(''),
+    options: { pythonExecutable: PYTHON, ...properties.options, ...options },
+    properties,
   })) as PythonModel;
 }
 
@@ -114,10 +120,66 @@ def handle(inputs: Input):
     const json = JSON.parse(
       Buffer.from(output.get('json').data as Uint8Array).toString(),
     ) as unknown;
-    expect(json).toEqual({ text: 'héllo', json: { a: [1, 2] }, batch: false, n: 1, props: {} });
+    expect(json).toEqual({
+      text: 'héllo',
+      json: { a: [1, 2] },
+      batch: false,
+      n: 1,
+      props: { model_dir: model.modelDir, device_id: '-1' },
+    });
     expect(output.get('npz').dtype).toBe('int32');
     expect([...(output.get('npz').data as Int32Array)]).toEqual([0, 1, 2]);
     expect(Buffer.from(output.get('raw').data as Uint8Array).toString()).toBe('héllo');
+    await model.dispose();
+  });
+
+  it("hands DJL's init parameters to initialize(): serving.properties, model_dir, device_id", async () => {
+    // The shape of DJL Serving's handler template: a service initialized from the first call.
+    const model = await load(
+      `
+import json, os
+from djl_python import Input, Output
+class Service:
+    def __init__(self):
+        self.initialized = False
+    def initialize(self, properties):
+        self.model_dir = properties["model_dir"]
+        self.device = "cpu" if int(properties["device_id"]) < 0 else "cuda:" + properties["device_id"]
+        self.batch_size = int(properties.get("batch_size", 1))
+        self.greeting = properties.get("greeting")
+        self.env = properties.get("env")
+        self.initialized = True
+_service = Service()
+def handle(inputs: Input):
+    if not _service.initialized:
+        _service.initialize(inputs.get_properties())
+    if inputs.is_empty():
+        return None
+    return Output().add_as_json({"dir": os.path.samefile(_service.model_dir, os.getcwd()),
+        "device": _service.device, "batch_size": _service.batch_size,
+        "greeting": _service.greeting, "env": _service.env,
+        "every_call": inputs.get_property("model_dir") == _service.model_dir})
+`,
+      { greeting: 'hi' },
+      'batch_size=4\noption.env=A=1\nmax_batch_delay=5\n',
+    );
+    expect(model.initProperties).toEqual({
+      batch_size: '4',
+      max_batch_delay: '5',
+      pythonExecutable: PYTHON,
+      greeting: 'hi',
+    });
+    const context = await model.newExecutionContext();
+    const text = new Tensor('uint8', new TextEncoder().encode('x'), [1], 'data');
+    const output = await context.forward(NDList.of(text));
+    expect(JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString())).toEqual({
+      dir: true,
+      device: 'cpu',
+      batch_size: 4,
+      greeting: 'hi',
+      env: null,
+      every_call: true,
+    });
     await model.dispose();
   });
 
@@ -206,5 +268,36 @@ def handle(inputs):
     await expect(model.newExecutionContext()).rejects.toMatchObject({
       code: KilnErrorCode.ModelLoadFailed,
     });
+  });
+});
+
+describe('visibleGpuCount', () => {
+  const nodes = () => ['null', 'nvidia0', 'nvidia1', 'nvidiactl', 'nvidia-uvm', 'nvidia-modeset'];
+
+  it("counts the driver's /dev/nvidiaN nodes", () => {
+    expect(visibleGpuCount({}, nodes)).toBe(2);
+    expect(visibleGpuCount({}, () => ['null', 'tty'])).toBe(0);
+    expect(
+      visibleGpuCount({}, () => {
+        throw new Error('no /dev');
+      }),
+    ).toBe(0);
+  });
+
+  it('keeps to CUDA_VISIBLE_DEVICES, up to its first entry that is not a device', () => {
+    expect(visibleGpuCount({ CUDA_VISIBLE_DEVICES: '1' }, nodes)).toBe(1);
+    expect(visibleGpuCount({ CUDA_VISIBLE_DEVICES: '0,1,2' }, nodes)).toBe(2);
+    expect(visibleGpuCount({ CUDA_VISIBLE_DEVICES: '' }, nodes)).toBe(0);
+    expect(visibleGpuCount({ CUDA_VISIBLE_DEVICES: '-1' }, nodes)).toBe(0);
+    expect(visibleGpuCount({ CUDA_VISIBLE_DEVICES: '1,-1,0' }, nodes)).toBe(1);
+    expect(visibleGpuCount({ CUDA_VISIBLE_DEVICES: 'GPU-8f2a-11' }, nodes)).toBe(1);
+  });
+
+  it('offers each GPU as a device next to the CPU', () => {
+    expect(new PythonEngine(PYTHON, 2).devices()).toEqual([
+      CPU,
+      { type: 'gpu', id: 0 },
+      { type: 'gpu', id: 1 },
+    ]);
   });
 });

@@ -9,8 +9,7 @@ import {
   type NumericDType,
 } from '@kiln/core';
 import type { Content } from './frames.js';
-import type { PythonModelSettings } from './options.js';
-import { PythonWorker } from './python-worker.js';
+import { PythonWorker, type PythonWorkerOptions } from './python-worker.js';
 import { META_TENSOR, failOnErrorCode, metaTensor, readMeta } from './serving.js';
 
 /** One Python process; a dead one is replaced by a fresh one on the next call. */
@@ -18,18 +17,12 @@ export class PythonExecutionContext implements ExecutionContext {
   private worker: PythonWorker | undefined;
 
   constructor(
-    private readonly modelName: string,
-    private readonly modelDir: string,
-    private readonly settings: PythonModelSettings,
+    private readonly workerOptions: PythonWorkerOptions,
     private readonly onClose: () => void,
   ) {}
 
   async start(): Promise<void> {
-    this.worker = await PythonWorker.start({
-      modelName: this.modelName,
-      modelDir: this.modelDir,
-      ...this.settings,
-    });
+    this.worker = await PythonWorker.start(this.workerOptions);
   }
 
   async forward(input: NDList): Promise<NDList> {
@@ -41,7 +34,7 @@ export class PythonExecutionContext implements ExecutionContext {
     const { kiln_handler_us: handlerUs, ...answer } = frame.properties;
     if (typeof handlerUs === 'number') {
       publishCallTimings({
-        model: this.modelName,
+        model: this.workerOptions.modelName,
         handlerMs: handlerUs / 1000,
         ipcMs: Math.max(0, roundTripMs - handlerUs / 1000),
       });

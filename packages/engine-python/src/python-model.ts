@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
 import {
-  CPU,
   KilnError,
   KilnErrorCode,
   type Device,
@@ -24,7 +23,7 @@ export const ENGINE_NAME = 'Python';
 /** A folder with model.py; every execution context is its own Python process. */
 export class PythonModel implements Model {
   readonly engine = ENGINE_NAME;
-  readonly device: Device = CPU;
+  readonly device: Device;
   readonly inputs: readonly TensorDescriptor[] = [];
   readonly outputs: readonly TensorDescriptor[] = [];
   readonly name: string;
@@ -41,7 +40,12 @@ export class PythonModel implements Model {
     this.name = request.name;
     this.modelDir = request.modelDir;
     this.properties = request.properties;
+    this.device = request.device;
+    this.initProperties = initPropertiesOf(request);
   }
+
+  /** The serving.properties handed to the init call, as DJL Serving hands them. */
+  readonly initProperties: Readonly<Record<string, string>>;
 
   static async load(request: ModelLoadRequest): Promise<PythonModel> {
     const settings = resolveModelSettings(request.options);
@@ -92,8 +96,15 @@ export class PythonModel implements Model {
   }
 
   async newExecutionContext(): Promise<ExecutionContext> {
-    const context = new PythonExecutionContext(this.name, this.modelDir, this.settings, () =>
-      this.contexts.delete(context),
+    const context = new PythonExecutionContext(
+      {
+        modelName: this.name,
+        modelDir: this.modelDir,
+        ...this.settings,
+        deviceId: this.device.type === 'gpu' ? String(this.device.id) : '-1',
+        initProperties: this.initProperties,
+      },
+      () => this.contexts.delete(context),
     );
     await context.start();
     this.contexts.add(context);
@@ -103,6 +114,22 @@ export class PythonModel implements Model {
   async dispose(): Promise<void> {
     await Promise.all([...this.contexts].map((context) => context.close()));
   }
+}
+
+/**
+ * DJL's init parameters: serving.properties' own keys (batch_size, …) and its `option.*` keys
+ * without the prefix (caller overrides included), but not `option.env`, which sets the
+ * process's environment.
+ */
+function initPropertiesOf(request: ModelLoadRequest): Record<string, string> {
+  const properties: Record<string, string> = {};
+  for (const [key, value] of Object.entries(request.properties.raw)) {
+    if (!key.startsWith('option.')) properties[key] = value;
+  }
+  for (const [key, value] of Object.entries(request.options)) {
+    if (key !== 'env') properties[key] = value;
+  }
+  return properties;
 }
 
 async function pythonVersionOf(executable: string): Promise<string> {

@@ -20,6 +20,10 @@ export interface PythonWorkerOptions {
   readonly pythonExecutable: string;
   readonly entryPoint: string;
   readonly handler: string;
+  /** DJL's `device_id` handed to every call: a GPU's index, or `-1` for the CPU. */
+  readonly deviceId: string;
+  /** Properties of the init call (DJL hands the model's serving.properties to initialize()). */
+  readonly initProperties?: Readonly<Record<string, string>>;
   /** Milliseconds for the init call (model.py import + handle(empty input)). */
   readonly loadTimeoutMs: number;
   /** Milliseconds for each call. */
@@ -59,7 +63,14 @@ export class PythonWorker {
     };
     this.child = spawn(
       options.pythonExecutable,
-      ['-m', 'kiln_python.worker', options.modelDir, options.entryPoint, options.handler],
+      [
+        '-m',
+        'kiln_python.worker',
+        options.modelDir,
+        options.entryPoint,
+        options.handler,
+        options.deviceId,
+      ],
       { cwd: options.modelDir, env, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] },
     );
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
@@ -106,7 +117,7 @@ export class PythonWorker {
   static async start(options: PythonWorkerOptions): Promise<PythonWorker> {
     const worker = new PythonWorker(options);
     try {
-      await worker.call({}, [], options.loadTimeoutMs);
+      await worker.call({ ...options.initProperties }, [], options.loadTimeoutMs);
     } catch (error) {
       await worker.close();
       const reason = error instanceof Error ? error.message : String(error);

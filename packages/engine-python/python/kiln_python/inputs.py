@@ -57,7 +57,7 @@ class Input:
             return [self]
         batch = [Input() for _ in range(self.get_batch_size())]
         for key, value in self.properties.items():
-            if key.startswith("batch_") and key != "batch_size":
+            if key.startswith("batch_") and key[6:9].isdigit():
                 batch[int(key[6:9])].properties[key[10:]] = value
         for key, value in self.content:
             batch[int(key[6:9])].content.append((key[10:], value))

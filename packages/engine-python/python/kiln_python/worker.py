@@ -54,7 +54,7 @@ def _merge_batch(outputs):
 
 
 def main():
-    model_dir, entry_point, handler_name = sys.argv[1:4]
+    model_dir, entry_point, handler_name, device_id = sys.argv[1:5]
     channel = FrameChannel(3, 4)
     handler = None
     clock = time.perf_counter
@@ -63,6 +63,9 @@ def main():
         if frame is None:
             return
         request_id, _, properties, contents = decode(frame)
+        # What DJL Serving's engine adds to every call: handlers read them in initialize().
+        properties["model_dir"] = model_dir
+        properties["device_id"] = device_id
         started = clock()
         try:
             if handler is None:

@@ -87,6 +87,12 @@ class BatchAndNDListTest(unittest.TestCase):
         self.assertEqual(second.get_as_bytes(), b"second")
         self.assertEqual(second.get_properties(), {"x": "y"})
 
+    def test_get_batches_ignores_other_batch_keys(self):
+        # serving.properties keys handed to initialize() may start with "batch_" too.
+        batch = Input({"batch_size": "1", "batch_timeout": "5", "batch_000_x": "y"}, [])
+        (first,) = batch.get_batches()
+        self.assertEqual(first.get_properties(), {"x": "y"})
+
     def test_ndlist_round_trip_and_get_data_by_content_type(self):
         from kiln_python.inputs import from_nd_list, to_nd_list
 
