@@ -72,6 +72,12 @@ def handle(inputs: Input):
         return out.add_as_numpy([a + 1 for a in arrays], key="y")
     if kind == "refuse":
         return Output().set_code(400).set_message("this kind is refused")
+    if kind == "busy":
+        return Output().set_code(429).set_message("come back later")
+    if kind == "unavailable":
+        return Output().set_code(503).set_message("warming up")
+    if kind == "oom":
+        raise MemoryError("CUDA error: out of memory")
     if kind == "text":
         return out.add("hello " + inputs.get_as_string())
     raise ValueError("unknown kind %r" % kind)
@@ -242,6 +248,22 @@ describe.skipIf(!run)('Python mode over HTTP with request bodies', () => {
     const raised = await jsonOf(await predict('djl', 'x', { 'x-kind': 'nothing-known' }));
     expect(raised.status).toBeGreaterThanOrEqual(500);
     expect(expectCleanError(raised.body)).toContain("unknown kind 'nothing-known'");
+  });
+
+  it("answers with the handler's own error status, and 507 when it runs out of memory", async () => {
+    for (const [kind, status, message] of [
+      ['busy', 429, 'come back later'],
+      ['unavailable', 503, 'warming up'],
+      ['oom', 507, 'MemoryError: CUDA error: out of memory'],
+    ] as const) {
+      const answer = await jsonOf(await predict('djl', 'x', { 'x-kind': kind }));
+      expect(answer.status, kind).toBe(status);
+      expect(expectCleanError(answer.body)).toContain(message);
+    }
+    // The worker that answered them is still there.
+    expect((await jsonOf(await predict('djl', 'kiln', { 'x-kind': 'text' }))).body).toBe(
+      'hello kiln',
+    );
   });
 
   it('batches 8 concurrent requests into one handler call and routes each answer back', async () => {

@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { OptionReader } from '@kiln/core';
+import { KilnError, KilnErrorCode, OptionReader } from '@kiln/core';
 
 /** Settings of a Python model, from serving.properties' option.* keys (DJL's names). */
 export interface PythonModelSettings {
@@ -12,6 +12,8 @@ export interface PythonModelSettings {
   readonly enableVenv: boolean;
   /** option.venv_dir: where per-model environments are made (default `<tmpdir>/kiln-venvs`). */
   readonly venvRoot?: string;
+  /** option.env (`KEY=VALUE,KEY2=VALUE2`, DJL's form): added to the workers' environment. */
+  readonly env: Readonly<Record<string, string>>;
 }
 
 /**
@@ -35,6 +37,25 @@ export function resolveModelSettings(
     loadTimeoutMs: (o.positiveNumber('model_loading_timeout') ?? 240) * 1000,
     predictTimeoutMs: (o.positiveNumber('predict_timeout') ?? 120) * 1000,
     enableVenv: o.boolean('enable_venv') ?? false,
+    env: parseEnvOption(options.env),
     ...(venvRoot ? { venvRoot } : {}),
   };
+}
+
+/** DJL's `option.env`: comma-separated `KEY=VALUE` pairs; an entry without `=` is refused. */
+export function parseEnvOption(text: string | undefined): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of (text ?? '').split(',')) {
+    if (entry.trim() === '') continue;
+    const at = entry.indexOf('=');
+    const key = at > 0 ? entry.slice(0, at).trim() : '';
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) {
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        `option.env: ${JSON.stringify(entry.trim())} is not KEY=VALUE`,
+      );
+    }
+    env[key] = entry.slice(at + 1).trim();
+  }
+  return env;
 }

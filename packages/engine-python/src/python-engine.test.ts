@@ -183,6 +183,33 @@ def handle(inputs: Input):
     await model.dispose();
   });
 
+  it("adds option.env to the worker's environment and refuses an entry that is not KEY=VALUE", async () => {
+    const model = await load(
+      `
+import os
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    return Output().add_as_json([os.environ.get("KILN_A"), os.environ.get("KILN_B")])
+`,
+      {},
+      'option.env=KILN_A=1, KILN_B=x=y\n',
+    );
+    const context = await model.newExecutionContext();
+    const output = await context.forward(
+      NDList.of(new Tensor('uint8', new Uint8Array([1]), [1], 'data')),
+    );
+    expect(JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString())).toEqual([
+      '1',
+      'x=y',
+    ]);
+    await model.dispose();
+    await expect(load(DOUBLE, { env: 'KILN_A' })).rejects.toMatchObject({
+      code: KilnErrorCode.InvalidConfig,
+    });
+  });
+
   it('answers a handler exception as an engine error and keeps the worker', async () => {
     const model = await load(`
 def handle(inputs):

@@ -28,6 +28,8 @@ export interface PythonWorkerOptions {
   readonly loadTimeoutMs: number;
   /** Milliseconds for each call. */
   readonly predictTimeoutMs: number;
+  /** Added to the process's environment (`option.env`). */
+  readonly env?: Readonly<Record<string, string>>;
   /** Where the worker's stdout/stderr lines go. */
   readonly log?: (line: string) => void;
 }
@@ -58,7 +60,10 @@ export class PythonWorker {
   private constructor(private readonly options: PythonWorkerOptions) {
     const env = {
       ...process.env,
-      PYTHONPATH: [PYTHON_PACKAGE_DIR, process.env.PYTHONPATH].filter(Boolean).join(':'),
+      ...options.env,
+      PYTHONPATH: [PYTHON_PACKAGE_DIR, options.env?.PYTHONPATH ?? process.env.PYTHONPATH]
+        .filter(Boolean)
+        .join(':'),
       PYTHONUNBUFFERED: '1',
     };
     this.child = spawn(
@@ -178,10 +183,13 @@ export class PythonWorker {
     if (!pending) return;
     this.pending.delete(frame.id);
     if (frame.kind === FrameKind.Error) {
+      // A code comes with an error the handler could not help (507: out of memory).
+      const code = frame.properties.code;
       pending.reject(
         new KilnError(
           KilnErrorCode.EngineError,
           String(frame.properties.message ?? 'handler failed'),
+          typeof code === 'number' ? { details: { code, httpStatus: code } } : {},
         ),
       );
     } else {

@@ -142,7 +142,7 @@ export function failOnErrorCode(properties: Record<string, string>): void {
     properties.message && properties.message !== 'OK'
       ? properties.message
       : `the handler answered ${code}`,
-    { details: { code } },
+    { details: { code, httpStatus: code } },
   );
 }
 

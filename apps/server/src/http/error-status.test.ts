@@ -31,6 +31,19 @@ describe('toHttpError', () => {
     });
   });
 
+  it("keeps a model's own error status within its error's class", () => {
+    const own = (code: KilnErrorCode, httpStatus: unknown) =>
+      toHttpError(new KilnError(code, 'x', { details: { httpStatus } }), options).status;
+    expect(own(KilnErrorCode.InvalidInput, 429)).toBe(429);
+    expect(own(KilnErrorCode.EngineError, 507)).toBe(507);
+    // A client error stays 4xx and a server error 5xx; anything else keeps the code's status.
+    expect(own(KilnErrorCode.InvalidInput, 503)).toBe(400);
+    expect(own(KilnErrorCode.EngineError, 404)).toBe(500);
+    expect(own(KilnErrorCode.EngineError, 600)).toBe(500);
+    expect(own(KilnErrorCode.EngineError, 502.5)).toBe(500);
+    expect(own(KilnErrorCode.EngineError, '503')).toBe(500);
+  });
+
   it('hides everything about errors that are not KilnErrors', () => {
     const mapped = toHttpError(new TypeError('secret internals at /srv/app.js:12'), options);
     expect(mapped).toMatchObject({ status: 500, message: 'internal server error' });

@@ -59,7 +59,7 @@ export function toHttpError(error: unknown, options: ErrorMappingOptions): HttpE
     };
   }
   const overloaded = error.code === KilnErrorCode.QueueFull;
-  const status = overloaded ? options.overloadStatus : STATUS[error.code];
+  const status = overloaded ? options.overloadStatus : (ownStatus(error) ?? STATUS[error.code]);
   const unavailable =
     overloaded || error.code === KilnErrorCode.ModelNotReady || error.code === KilnErrorCode.Closed;
   return {
@@ -69,6 +69,19 @@ export function toHttpError(error: unknown, options: ErrorMappingOptions): HttpE
     code: error.code,
     retryAfterS: unavailable ? options.retryAfterS : undefined,
   };
+}
+
+/**
+ * The status a model's own code asked for (a Python handler's `Output.set_code(429)`, as DJL
+ * Serving answers it), when it is an error status: 4xx for a client error, 5xx for a server one.
+ */
+function ownStatus(error: KilnError): number | undefined {
+  const status = (error.details as { httpStatus?: unknown } | undefined)?.httpStatus;
+  if (typeof status !== 'number' || !Number.isInteger(status)) return undefined;
+  const clientError = STATUS[error.code] < 500;
+  return (clientError ? status >= 400 && status < 500 : status >= 500 && status < 600)
+    ? status
+    : undefined;
 }
 
 /** `QUEUE_FULL` → `QueueFull`. */

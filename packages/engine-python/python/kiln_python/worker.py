@@ -53,6 +53,11 @@ def _merge_batch(outputs):
     return props, contents
 
 
+def _out_of_memory(error):
+    name = type(error).__name__
+    return name in ("MemoryError", "OutOfMemoryError") or "out of memory" in str(error)
+
+
 def main():
     model_dir, entry_point, handler_name, device_id = sys.argv[1:5]
     channel = FrameChannel(3, 4)
@@ -77,7 +82,11 @@ def main():
         except Exception as error:  # noqa: BLE001 - every handler failure goes back as a frame
             traceback.print_exc(file=sys.stderr)
             message = "%s: %s" % (type(error).__name__, error)
-            parts = encode(request_id, ERROR, {"message": message}, [])
+            props = {"message": message}
+            if _out_of_memory(error):
+                # DJL Serving answers 507 when the handler runs out of (GPU) memory.
+                props["code"] = 507
+            parts = encode(request_id, ERROR, props, [])
         channel.write(parts)
 
 
