@@ -193,6 +193,8 @@ describe.skipIf(!run)('Python mode over HTTP with request bodies', () => {
     const { status, body, headers } = await jsonOf(response);
     expect(status).toBe(200);
     expect(headers.get('content-type')).toMatch(/application\/json/);
+    // Output.add_property becomes a response header, as DJL Serving sends it.
+    expect(headers.get('x-handled-by')).toBe('djl');
     expect(body).toEqual({ size: [5, 3], mode: 'RGB' });
   });
 

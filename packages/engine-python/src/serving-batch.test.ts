@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { KilnErrorCode, NDList, Tensor } from '@kiln/core';
-import { META_TENSOR, PythonBatchifier, metaTensor, readMeta, splitMeta } from './serving.js';
+import {
+  META_TENSOR,
+  PythonBatchifier,
+  PythonServingTranslator,
+  metaTensor,
+  readMeta,
+  responseHeaders,
+  splitMeta,
+} from './serving.js';
 
 const bytes = (text: string, name: string) => {
   const data = new TextEncoder().encode(text);
@@ -55,7 +63,7 @@ describe('PythonBatchifier', () => {
     expect(first!.tensors.map((t) => t.name)).toEqual(['out']);
     expect(new TextDecoder().decode(first!.tensors[0]!.data as Uint8Array)).toBe('first');
     expect(first!.meta).toEqual({
-      properties: { model_version: '3', 'content-type': 'text/plain', code: '200' },
+      properties: { model_version: '3', 'content-type': 'text/plain', code: '200', message: 'OK' },
       bytes: ['out'],
     });
     expect(second!.meta).toEqual({
@@ -91,5 +99,50 @@ describe('PythonBatchifier', () => {
     expect(() => batch.unbatchify(failing)).toThrow(
       expect.objectContaining({ code: KilnErrorCode.EngineError }),
     );
+  });
+
+  it('fails every request of a batch the handler answered with an error as a whole', () => {
+    const batch = new PythonBatchifier().batchify([request('a', 'text/plain'), request('b', 'x')]);
+    const answer = NDList.of(
+      metaTensor({ properties: { code: '503', message: 'warming up' }, bytes: [] }),
+    );
+    for (const list of batch.unbatchify(answer)) {
+      expect(splitMeta(list).meta!.properties).toMatchObject({ code: '503' });
+      expect(() => new PythonServingTranslator().processOutput({} as never, list)).toThrow(
+        expect.objectContaining({ message: 'warming up', details: { code: 503, httpStatus: 503 } }),
+      );
+    }
+  });
+});
+
+describe('responseHeaders', () => {
+  it("sends the handler's own properties, not the answer's, Kiln's or connection headers", () => {
+    expect(
+      responseHeaders({
+        'content-type': 'application/json',
+        code: '200',
+        message: 'OK',
+        kiln_handler_us: '12',
+        'X-Model-Version': '3',
+        'Cache-Control': 'no-store',
+        'Content-Length': '1',
+        'Transfer-Encoding': 'chunked',
+        Connection: 'close',
+      }),
+    ).toEqual({ 'x-model-version': '3', 'cache-control': 'no-store' });
+    expect(responseHeaders({ code: '200', message: 'OK' })).toBeUndefined();
+  });
+
+  it('drops names and values that are not valid HTTP instead of failing the answer', () => {
+    expect(
+      responseHeaders({
+        'bad name': '1',
+        'x-split': 'a\r\nset-cookie: stolen=1',
+        'x-nul': 'a\u0000b',
+        'x-wide': 'snow\u2603',
+        'x-long': 'y'.repeat(8193),
+        'x-ok': 'café',
+      }),
+    ).toEqual({ 'x-ok': 'café' });
   });
 });

@@ -122,15 +122,60 @@ export class PythonServingTranslator implements Translator<ServingInput, Serving
     const { meta, tensors } = splitMeta(output);
     if (!meta) return { type: 'tensors', tensors: new NDList(tensors) };
     failOnErrorCode(meta.properties);
+    const headers = responseHeaders(meta.properties);
+    const withHeaders = headers ? { headers } : {};
     const bytes = new Set(meta.bytes);
     const body = tensors.find((t) => t.name !== undefined && bytes.has(t.name));
     if (!body) {
       return tensors.length === 0
-        ? { type: 'json', value: null }
-        : { type: 'tensors', tensors: new NDList(tensors) };
+        ? { type: 'json', value: null, ...withHeaders }
+        : { type: 'tensors', tensors: new NDList(tensors), ...withHeaders };
     }
-    return bodyOutput(body.data as Uint8Array, property(meta.properties, 'content-type'));
+    return {
+      ...bodyOutput(body.data as Uint8Array, property(meta.properties, 'content-type')),
+      ...withHeaders,
+    };
   }
+}
+
+/** Output properties that describe the answer itself rather than headers to send. */
+const ANSWER_PROPERTIES = new Set(['content-type', 'code', 'message', 'batch_size']);
+
+/** Headers that frame or route the HTTP message: the server's to write, never a handler's. */
+const CONNECTION_HEADERS = new Set([
+  'connection',
+  'content-length',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+]);
+
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/**
+ * The handler's `Output.add_property` entries as response headers, as DJL Serving sends them:
+ * all but the answer's own (content type, code, message), Kiln's `kiln_*` ones, connection
+ * headers and those that are not valid HTTP (dropped rather than failing the answer).
+ */
+export function responseHeaders(
+  properties: Readonly<Record<string, string>>,
+): Record<string, string> | undefined {
+  let headers: Record<string, string> | undefined;
+  for (const [key, value] of Object.entries(properties)) {
+    const name = key.toLowerCase();
+    if (ANSWER_PROPERTIES.has(name) || name.startsWith('kiln_') || CONNECTION_HEADERS.has(name))
+      continue;
+    const text = String(value);
+    if (!HEADER_NAME.test(key) || !HEADER_VALUE.test(text) || text.length > 8192) continue;
+    (headers ??= {})[name] = text;
+  }
+  return headers;
 }
 
 /** A handler's code ≥ 400 fails the request with its message and code. */
@@ -244,7 +289,8 @@ function unbatchify(output: NDList, hadMeta: readonly boolean[]): NDList[] {
   for (const [key, value] of Object.entries(meta?.properties ?? {})) {
     const index = batchIndexOf(key);
     if (index === undefined) {
-      if (key !== 'code' && key !== 'message') shared[key] = value;
+      // Code and message too: a batch answered 503 as a whole fails every request of it.
+      shared[key] = value;
     } else {
       const request = requests[index];
       if (request) request.properties[key.slice(BATCH_PREFIX_LENGTH)] = value;

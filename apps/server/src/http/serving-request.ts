@@ -73,7 +73,7 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
     return {
       contentType: 'application/json',
       body: Buffer.from(JSON.stringify(output.value) ?? 'null'),
-      headers: undefined,
+      headers: output.headers,
     };
   }
   const reply = replyForAccept(accept, output.tensors.length);
@@ -81,7 +81,7 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
   return {
     contentType: reply.contentType,
     body: Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength),
-    headers: undefined,
+    headers: output.headers,
   };
 }
 

@@ -51,12 +51,11 @@ export interface ServingInput {
  * What a translator gives back to a server: tensors (encoded per `Accept`), a JSON value, or
  * bytes already encoded for the protocol (a v2 reply with binary data).
  */
-export type ServingOutput =
+export type ServingOutput = (
   | { readonly type: 'tensors'; readonly tensors: NDList }
   | { readonly type: 'json'; readonly value: unknown }
-  | {
-      readonly type: 'bytes';
-      readonly body: Uint8Array;
-      readonly contentType: string;
-      readonly headers?: Readonly<Record<string, string>>;
-    };
+  | { readonly type: 'bytes'; readonly body: Uint8Array; readonly contentType: string }
+) & {
+  /** Response headers the model asks for beside the content type (valid names and values). */
+  readonly headers?: Readonly<Record<string, string>>;
+};

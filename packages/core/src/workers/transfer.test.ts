@@ -144,12 +144,24 @@ describe('serving messages', () => {
       { type: 'json', value: [{ label: 'cat', p: 0.9 }] },
       transfer,
     );
-    const [t, j] = await roundTrip<ServingOutputMessage[]>([tensors, json], transfer);
+    const withHeaders = servingOutputToMessage(
+      { type: 'json', value: 1, headers: { 'x-model-version': '3' } },
+      transfer,
+    );
+    const [t, j, h] = await roundTrip<ServingOutputMessage[]>(
+      [tensors, json, withHeaders],
+      transfer,
+    );
     const out = servingOutputFromMessage(t!);
     expect(out.type === 'tensors' && out.tensors.get('p').toNested()).toEqual([0.5]);
     expect(servingOutputFromMessage(j!)).toEqual({
       type: 'json',
       value: [{ label: 'cat', p: 0.9 }],
+    });
+    expect(servingOutputFromMessage(h!)).toEqual({
+      type: 'json',
+      value: 1,
+      headers: { 'x-model-version': '3' },
     });
   });
 

@@ -42,15 +42,11 @@ export interface ServingInputMessage {
   readonly maxDecodedBytes: number | undefined;
 }
 
-export type ServingOutputMessage =
+export type ServingOutputMessage = (
   | { readonly type: 'tensors'; readonly tensors: NDListMessage }
   | { readonly type: 'json'; readonly value: unknown }
-  | {
-      readonly type: 'bytes';
-      readonly body: Uint8Array;
-      readonly contentType: string;
-      readonly headers: Readonly<Record<string, string>> | undefined;
-    };
+  | { readonly type: 'bytes'; readonly body: Uint8Array; readonly contentType: string }
+) & { readonly headers: Readonly<Record<string, string>> | undefined };
 
 /**
  * How a message treats the memory it carries.
@@ -200,33 +196,30 @@ export function servingOutputToMessage(
   output: ServingOutput,
   transfer: TransferList,
 ): ServingOutputMessage {
+  const headers = output.headers;
   switch (output.type) {
     case 'tensors':
-      return { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer) };
+      return { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer), headers };
     case 'bytes':
       return {
         type: 'bytes',
         body: transfer.add(output.body),
         contentType: output.contentType,
-        headers: output.headers,
+        headers,
       };
     default:
-      return { type: 'json', value: output.value };
+      return { type: 'json', value: output.value, headers };
   }
 }
 
 export function servingOutputFromMessage(message: ServingOutputMessage): ServingOutput {
+  const headers = message.headers === undefined ? {} : { headers: message.headers };
   switch (message.type) {
     case 'tensors':
-      return { type: 'tensors', tensors: ndListFromMessage(message.tensors) };
+      return { type: 'tensors', tensors: ndListFromMessage(message.tensors), ...headers };
     case 'bytes':
-      return {
-        type: 'bytes',
-        body: message.body,
-        contentType: message.contentType,
-        ...(message.headers === undefined ? {} : { headers: message.headers }),
-      };
+      return { type: 'bytes', body: message.body, contentType: message.contentType, ...headers };
     default:
-      return { type: 'json', value: message.value };
+      return { type: 'json', value: message.value, ...headers };
   }
 }

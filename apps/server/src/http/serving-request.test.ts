@@ -1,0 +1,25 @@
+import { describe, expect, it } from 'vitest';
+import { NDList, Tensor } from '@kiln/core';
+import { servingAnswer } from './serving-request.js';
+
+describe('servingAnswer', () => {
+  const headers = { 'x-model-version': '3' };
+
+  it("keeps a model's own headers on JSON, tensor and byte answers", () => {
+    expect(servingAnswer({ type: 'json', value: { a: 1 }, headers }, undefined)).toMatchObject({
+      contentType: 'application/json',
+      headers,
+    });
+    const tensors = NDList.of(new Tensor('float32', new Float32Array([1, 2]), [2]));
+    const npy = servingAnswer({ type: 'tensors', tensors, headers }, 'application/x-npy');
+    expect(npy).toMatchObject({ contentType: 'application/x-npy', headers });
+    const bytes = new Uint8Array([1, 2, 3]);
+    expect(
+      servingAnswer({ type: 'bytes', body: bytes, contentType: 'image/png', headers }, undefined),
+    ).toMatchObject({ contentType: 'image/png', headers });
+  });
+
+  it('carries no headers object for answers without headers of their own', () => {
+    expect(servingAnswer({ type: 'json', value: null }, undefined).headers).toBeUndefined();
+  });
+});
