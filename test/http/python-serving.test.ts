@@ -80,6 +80,8 @@ def handle(inputs: Input):
         raise MemoryError("CUDA error: out of memory")
     if kind == "text":
         return out.add("hello " + inputs.get_as_string())
+    if kind == "png":
+        return out.add_property("content-type", "image/png").add(b"\\x89PNG\\r\\n\\x1a\\n\\xff\\x00")
     raise ValueError("unknown kind %r" % kind)
 `;
 
@@ -239,17 +241,26 @@ describe.skipIf(!run)('Python mode over HTTP with request bodies', () => {
     expect([...(decodeNpy(bytes).data as Float32Array)]).toEqual([2, 4, 6]);
   });
 
-  it('answers text as a JSON string and a handler’s 400 as a clean 400', async () => {
-    const text = await jsonOf(
-      await predict('djl', 'kiln', { 'content-type': 'text/plain', 'x-kind': 'text' }),
-    );
-    expect(text).toMatchObject({ status: 200, body: 'hello kiln' });
+  it('answers text as the handler wrote it and a handler’s 400 as a clean 400', async () => {
+    const text = await predict('djl', 'kiln', { 'content-type': 'text/plain', 'x-kind': 'text' });
+    expect(text.status).toBe(200);
+    expect(text.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(await text.text()).toBe('hello kiln');
     const refused = await jsonOf(await predict('djl', 'x', { 'x-kind': 'refuse' }));
     expect(refused.status).toBe(400);
     expect(expectCleanError(refused.body)).toContain('this kind is refused');
     const raised = await jsonOf(await predict('djl', 'x', { 'x-kind': 'nothing-known' }));
     expect(raised.status).toBeGreaterThanOrEqual(500);
     expect(expectCleanError(raised.body)).toContain("unknown kind 'nothing-known'");
+  });
+
+  it('answers bytes the handler wrote under its content type, as they are', async () => {
+    const response = await predict('djl', 'x', { 'x-kind': 'png' });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toBe('image/png');
+    expect([...new Uint8Array(await response.arrayBuffer())]).toEqual([
+      0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0xff, 0x00,
+    ]);
   });
 
   it("answers with the handler's own error status, and 507 when it runs out of memory", async () => {
@@ -263,9 +274,7 @@ describe.skipIf(!run)('Python mode over HTTP with request bodies', () => {
       expect(expectCleanError(answer.body)).toContain(message);
     }
     // The worker that answered them is still there.
-    expect((await jsonOf(await predict('djl', 'kiln', { 'x-kind': 'text' }))).body).toBe(
-      'hello kiln',
-    );
+    expect(await (await predict('djl', 'kiln', { 'x-kind': 'text' })).text()).toBe('hello kiln');
   });
 
   it('batches 8 concurrent requests into one handler call and routes each answer back', async () => {

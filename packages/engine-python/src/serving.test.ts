@@ -50,6 +50,13 @@ async function predictor(model: PythonModel): Promise<Predictor<ServingInput, Se
 }
 
 /** The first tensor of a tensors answer, as numbers; fails on any other answer. */
+/** A text answer: the handler's bytes as they are, as text/plain. */
+function textOf(output: ServingOutput): string {
+  if (output.type !== 'bytes') throw new Error(`not bytes: ${output.type}`);
+  expect(output.contentType).toBe('text/plain; charset=utf-8');
+  return new TextDecoder().decode(output.body);
+}
+
 function firstTensor(output: ServingOutput): number[] {
   if (output.type !== 'tensors') throw new Error(`expected tensors, got ${output.type}`);
   return Array.from(output.tensors.tensors[0]!.data as ArrayLike<number>);
@@ -261,10 +268,7 @@ describe.skipIf(!run)('Python mode requirements.txt', () => {
     const model = await load(dir, { enable_venv: 'true', venv_dir: venvRoot });
     const p = await predictor(model);
     try {
-      expect(await p.predict({ body: new Uint8Array([1]) })).toEqual({
-        type: 'json',
-        value: 'kilnwheeltest-1.2',
-      });
+      expect(textOf(await p.predict({ body: new Uint8Array([1]) }))).toBe('kilnwheeltest-1.2');
       const described = model.describe();
       expect(described.venv).toMatch(new RegExp(`^${venvRoot}/m-[0-9a-f]{16}$`));
       expect(described.requirements).toEqual(['kilnwheeltest==1.2', 'numpy']);
@@ -295,10 +299,7 @@ def handle(inputs):
         unsatisfiedRequirements: [],
       });
       const p = await predictor(model);
-      expect(await p.predict({ body: new Uint8Array([1]) })).toEqual({
-        type: 'json',
-        value: 'numpy',
-      });
+      expect(textOf(await p.predict({ body: new Uint8Array([1]) }))).toBe('numpy');
       await p.close();
     } finally {
       await model.dispose();

@@ -194,9 +194,10 @@ export function failOnErrorCode(properties: Record<string, string>): void {
 const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 /**
- * The first bytes content of an Output as a response: JSON as JSON; tensors (npy, npz, ndlist,
- * safetensors) as tensors, re-encoded per `Accept`; text as a JSON string; anything else as
- * one uint8 tensor.
+ * The first bytes content of an Output as a response: tensors (npy, npz, ndlist, safetensors)
+ * as tensors, re-encoded per `Accept`; JSON (by its content type, or by its look when it has
+ * none) as JSON; anything else as the handler wrote it, under its content type (text without
+ * one as `text/plain`), as DJL Serving answers it.
  */
 function bodyOutput(bytes: Uint8Array, contentType: string | undefined): ServingOutput {
   const type = contentType?.toLowerCase() ?? '';
@@ -206,25 +207,35 @@ function bodyOutput(bytes: Uint8Array, contentType: string | undefined): Serving
       tensors: decodeTensors(bytes, contentType ? { contentType } : {}),
     };
   }
-  let text: string;
-  try {
-    text = UTF8.decode(bytes);
-  } catch {
-    return { type: 'tensors', tensors: NDList.of(new Tensor('uint8', bytes, [bytes.length])) };
+  const text = utf8OrUndefined(bytes);
+  if (type.includes('json')) {
+    try {
+      return { type: 'json', value: JSON.parse(text ?? '') as unknown };
+    } catch {
+      throw new KilnError(
+        KilnErrorCode.EngineError,
+        'the handler answered application/json that is not JSON',
+      );
+    }
   }
-  if (type.includes('json') || (!type.startsWith('text/') && looksLikeJson(text))) {
+  if (type === '' && text !== undefined && looksLikeJson(text)) {
     try {
       return { type: 'json', value: JSON.parse(text) as unknown };
     } catch {
-      if (type.includes('json')) {
-        throw new KilnError(
-          KilnErrorCode.EngineError,
-          'the handler answered application/json that is not JSON',
-        );
-      }
+      // Text that only looks like JSON goes out as text.
     }
   }
-  return { type: 'json', value: text };
+  const fallback = text === undefined ? 'application/octet-stream' : 'text/plain; charset=utf-8';
+  const usable = contentType && HEADER_VALUE.test(contentType) ? contentType : undefined;
+  return { type: 'bytes', body: bytes, contentType: usable ?? fallback };
+}
+
+function utf8OrUndefined(bytes: Uint8Array): string | undefined {
+  try {
+    return UTF8.decode(bytes);
+  } catch {
+    return undefined;
+  }
 }
 
 function isNumpyFile(bytes: Uint8Array): boolean {
