@@ -55,7 +55,7 @@ def _merge_batch(outputs):
 
 def _out_of_memory(error):
     name = type(error).__name__
-    return name in ("MemoryError", "OutOfMemoryError") or "out of memory" in str(error)
+    return name in ("MemoryError", "OutOfMemoryError") or "CUDA error: out of memory" in str(error)
 
 
 def main():
