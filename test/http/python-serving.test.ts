@@ -76,6 +76,8 @@ def handle(inputs: Input):
         return Output().set_code(429).set_message("come back later")
     if kind == "unavailable":
         return Output().set_code(503).set_message("warming up")
+    if kind == "nothing":
+        return None
     if kind == "oom":
         raise MemoryError("CUDA error: out of memory")
     if kind == "text":
@@ -252,6 +254,12 @@ describe.skipIf(!run)('Python mode over HTTP with request bodies', () => {
     const raised = await jsonOf(await predict('djl', 'x', { 'x-kind': 'nothing-known' }));
     expect(raised.status).toBeGreaterThanOrEqual(500);
     expect(expectCleanError(raised.body)).toContain("unknown kind 'nothing-known'");
+  });
+
+  it('answers 204 without a body when the handler returns None, as DJL Serving does', async () => {
+    const response = await predict('djl', 'x', { 'x-kind': 'nothing' });
+    expect(response.status).toBe(204);
+    expect(await response.text()).toBe('');
   });
 
   it('answers bytes the handler wrote under its content type, as they are', async () => {

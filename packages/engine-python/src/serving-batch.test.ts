@@ -115,6 +115,31 @@ describe('PythonBatchifier', () => {
   });
 });
 
+describe('PythonServingTranslator.processOutput', () => {
+  it('answers 204 for a handler that returned None, for a request of a batch too', () => {
+    const none = NDList.of(
+      metaTensor({ properties: { code: '204', message: 'No content' }, bytes: [] }),
+    );
+    expect(new PythonServingTranslator().processOutput({} as never, none)).toEqual({
+      type: 'json',
+      value: null,
+      status: 204,
+    });
+    const batch = new PythonBatchifier().batchify([request('a', 'text/plain'), request('b', 'x')]);
+    const answer = NDList.of(
+      bytes('"b"', 'batch_001_data'),
+      metaTensor({
+        properties: { code: '200', batch_000_code: '204', batch_001_code: '200' },
+        bytes: ['batch_001_data'],
+      }),
+    );
+    const [first, second] = batch.unbatchify(answer);
+    const translator = new PythonServingTranslator();
+    expect(translator.processOutput({} as never, first!)).toMatchObject({ status: 204 });
+    expect(translator.processOutput({} as never, second!)).toEqual({ type: 'json', value: 'b' });
+  });
+});
+
 describe('responseHeaders', () => {
   it("sends the handler's own properties, not the answer's, Kiln's or connection headers", () => {
     expect(

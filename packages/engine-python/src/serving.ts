@@ -124,6 +124,10 @@ export class PythonServingTranslator implements Translator<ServingInput, Serving
     failOnErrorCode(meta.properties);
     const headers = responseHeaders(meta.properties);
     const withHeaders = headers ? { headers } : {};
+    // A handler that returned None: nothing to send.
+    if (Number(meta.properties.code) === 204) {
+      return { type: 'json', value: null, status: 204, ...withHeaders };
+    }
     const bytes = new Set(meta.bytes);
     const body = tensors.find((t) => t.name !== undefined && bytes.has(t.name));
     if (!body) {

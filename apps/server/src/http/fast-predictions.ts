@@ -104,7 +104,8 @@ async function predict(
     if (answer.headers) {
       for (const [header, value] of Object.entries(answer.headers)) res.setHeader(header, value);
     }
-    send(res, 200, answer.contentType, answer.body);
+    status = answer.status;
+    send(res, status, answer.contentType, answer.body);
   } catch (error) {
     const answer = errorAnswer(error, req, path, errors, log);
     status = answer.status;
@@ -132,6 +133,10 @@ async function predict(
 function send(res: http.ServerResponse, status: number, type: string, body: Buffer): void {
   if (res.headersSent || res.destroyed) return;
   res.statusCode = status;
+  if (status === 204) {
+    res.end();
+    return;
+  }
   const contentType = fullContentType(type);
   if (contentType) res.setHeader('Content-Type', contentType);
   res.setHeader('Content-Length', body.byteLength);

@@ -19,6 +19,11 @@ describe('servingAnswer', () => {
     ).toMatchObject({ contentType: 'image/png', headers });
   });
 
+  it('answers 204 for a model that answered nothing, 200 otherwise', () => {
+    expect(servingAnswer({ type: 'json', value: null, status: 204 }, undefined).status).toBe(204);
+    expect(servingAnswer({ type: 'json', value: null }, undefined).status).toBe(200);
+  });
+
   it('carries no headers object for answers without headers of their own', () => {
     expect(servingAnswer({ type: 'json', value: null }, undefined).headers).toBeUndefined();
   });

@@ -52,8 +52,10 @@ export async function servingInputFrom(
   };
 }
 
-/** What an answer carries: its content type as Koa would set it, its bytes, extra headers. */
+/** What an answer carries: its status, content type as Koa would set it, bytes, headers. */
 export interface ServingAnswer {
+  /** 200, or 204 for a model that answered nothing (sent without a body). */
+  readonly status: 200 | 204;
   readonly contentType: string;
   readonly body: Buffer;
   readonly headers: Readonly<Record<string, string>> | undefined;
@@ -61,8 +63,10 @@ export interface ServingAnswer {
 
 /** A translator output as an answer: JSON as JSON; tensors in the format `Accept` asks for. */
 export function servingAnswer(output: ServingOutput, accept: string | undefined): ServingAnswer {
+  const status = output.status ?? 200;
   if (output.type === 'bytes') {
     return {
+      status,
       contentType: output.contentType,
       body: Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength),
       headers: output.headers,
@@ -71,6 +75,7 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
   if (output.type === 'json') {
     // A string (or null) is JSON too: quoted (or spelled null).
     return {
+      status,
       contentType: 'application/json',
       body: Buffer.from(JSON.stringify(output.value) ?? 'null'),
       headers: output.headers,
@@ -79,6 +84,7 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
   const reply = replyForAccept(accept, output.tensors.length);
   const encoded = encodeTensors(output.tensors, reply.format);
   return {
+    status,
     contentType: reply.contentType,
     body: Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength),
     headers: output.headers,
@@ -89,6 +95,10 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
 export function writeServingOutput(ctx: Context, output: ServingOutput): void {
   const answer = servingAnswer(output, ctx.get('accept') || undefined);
   for (const [name, value] of Object.entries(answer.headers ?? {})) ctx.set(name, value);
+  if (answer.status === 204) {
+    ctx.status = 204;
+    return;
+  }
   ctx.type = answer.contentType;
   ctx.body = answer.body;
 }

@@ -58,4 +58,6 @@ export type ServingOutput = (
 ) & {
   /** Response headers the model asks for beside the content type (valid names and values). */
   readonly headers?: Readonly<Record<string, string>>;
+  /** 204 when the model answered nothing: no body is sent (200 otherwise). */
+  readonly status?: 204;
 };

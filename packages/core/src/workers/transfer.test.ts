@@ -145,7 +145,7 @@ describe('serving messages', () => {
       transfer,
     );
     const withHeaders = servingOutputToMessage(
-      { type: 'json', value: 1, headers: { 'x-model-version': '3' } },
+      { type: 'json', value: 1, headers: { 'x-model-version': '3' }, status: 204 },
       transfer,
     );
     const [t, j, h] = await roundTrip<ServingOutputMessage[]>(
@@ -162,6 +162,7 @@ describe('serving messages', () => {
       type: 'json',
       value: 1,
       headers: { 'x-model-version': '3' },
+      status: 204,
     });
   });
 

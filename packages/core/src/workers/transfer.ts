@@ -46,7 +46,10 @@ export type ServingOutputMessage = (
   | { readonly type: 'tensors'; readonly tensors: NDListMessage }
   | { readonly type: 'json'; readonly value: unknown }
   | { readonly type: 'bytes'; readonly body: Uint8Array; readonly contentType: string }
-) & { readonly headers: Readonly<Record<string, string>> | undefined };
+) & {
+  readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly status?: 204;
+};
 
 /**
  * How a message treats the memory it carries.
@@ -196,30 +199,33 @@ export function servingOutputToMessage(
   output: ServingOutput,
   transfer: TransferList,
 ): ServingOutputMessage {
-  const headers = output.headers;
+  const common = { headers: output.headers, ...(output.status ? { status: output.status } : {}) };
   switch (output.type) {
     case 'tensors':
-      return { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer), headers };
+      return { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer), ...common };
     case 'bytes':
       return {
         type: 'bytes',
         body: transfer.add(output.body),
         contentType: output.contentType,
-        headers,
+        ...common,
       };
     default:
-      return { type: 'json', value: output.value, headers };
+      return { type: 'json', value: output.value, ...common };
   }
 }
 
 export function servingOutputFromMessage(message: ServingOutputMessage): ServingOutput {
-  const headers = message.headers === undefined ? {} : { headers: message.headers };
+  const common = {
+    ...(message.headers === undefined ? {} : { headers: message.headers }),
+    ...(message.status ? { status: message.status } : {}),
+  };
   switch (message.type) {
     case 'tensors':
-      return { type: 'tensors', tensors: ndListFromMessage(message.tensors), ...headers };
+      return { type: 'tensors', tensors: ndListFromMessage(message.tensors), ...common };
     case 'bytes':
-      return { type: 'bytes', body: message.body, contentType: message.contentType, ...headers };
+      return { type: 'bytes', body: message.body, contentType: message.contentType, ...common };
     default:
-      return { type: 'json', value: message.value, ...headers };
+      return { type: 'json', value: message.value, ...common };
   }
 }

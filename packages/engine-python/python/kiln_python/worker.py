@@ -27,7 +27,8 @@ def handle_call(handler, properties, contents):
     """Runs the handler on one call; returns the result's properties and contents."""
     output = handler(Input(properties, contents))
     if output is None:
-        output = Output()
+        # DJL Serving's answer to a handler that returned nothing.
+        output = Output(204, "No content")
     if isinstance(output, (list, tuple)):
         return _merge_batch(output)
     props = dict(output.properties)
@@ -43,7 +44,7 @@ def _merge_batch(outputs):
     contents = []
     for index, output in enumerate(outputs):
         if output is None:
-            output = Output()
+            output = Output(204, "No content")
         for key, value in output.properties.items():
             props[batch_key(index, key)] = value
         props[batch_key(index, "code")] = output.code
