@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -207,6 +207,35 @@ def handle(inputs):
     await model.dispose();
     await expect(load(DOUBLE, { env: 'KILN_A' })).rejects.toMatchObject({
       code: KilnErrorCode.InvalidConfig,
+    });
+  });
+
+  it('imports option.entryPoint as a module when it is not a .py file, as DJL Serving does', async () => {
+    const model = await load('raise RuntimeError("model.py is not the entry point")\n', {
+      entryPoint: 'handlers.tiny',
+    });
+    mkdirSync(join(model.modelDir, 'handlers'));
+    writeFileSync(join(model.modelDir, 'handlers', '__init__.py'), '');
+    writeFileSync(
+      join(model.modelDir, 'handlers', 'tiny.py'),
+      `from djl_python import Output
+def handle(inputs):
+    return None if inputs.is_empty() else Output().add_as_json(__name__)
+`,
+    );
+    const context = await model.newExecutionContext();
+    const output = await context.forward(
+      NDList.of(new Tensor('uint8', new Uint8Array([1]), [1], 'data')),
+    );
+    expect(JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString())).toBe(
+      'handlers.tiny',
+    );
+    await model.dispose();
+    await expect(load(DOUBLE, { entryPoint: '../x' })).rejects.toMatchObject({
+      code: KilnErrorCode.InvalidConfig,
+    });
+    await expect(load(DOUBLE, { entryPoint: 'missing.py' })).rejects.toMatchObject({
+      code: KilnErrorCode.ModelLoadFailed,
     });
   });
 

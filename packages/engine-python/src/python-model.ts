@@ -49,12 +49,7 @@ export class PythonModel implements Model {
 
   static async load(request: ModelLoadRequest): Promise<PythonModel> {
     const settings = resolveModelSettings(request.options);
-    if (!existsSync(join(request.modelDir, settings.entryPoint))) {
-      throw new KilnError(
-        KilnErrorCode.ModelLoadFailed,
-        `model ${request.name} has no ${settings.entryPoint} (option.entryPoint)`,
-      );
-    }
+    checkEntryPoint(request, settings.entryPoint);
     const pythonVersion = await pythonVersionOf(settings.pythonExecutable);
     const requirements = await prepareRequirements({
       modelName: request.name,
@@ -113,6 +108,23 @@ export class PythonModel implements Model {
 
   async dispose(): Promise<void> {
     await Promise.all([...this.contexts].map((context) => context.close()));
+  }
+}
+
+/** `option.entryPoint`: a `.py` file of the model's folder, or a module name (`pkg.handlers`). */
+function checkEntryPoint(request: ModelLoadRequest, entryPoint: string): void {
+  if (entryPoint.endsWith('.py')) {
+    if (existsSync(join(request.modelDir, entryPoint))) return;
+    throw new KilnError(
+      KilnErrorCode.ModelLoadFailed,
+      `model ${request.name} has no ${entryPoint} (option.entryPoint)`,
+    );
+  }
+  if (!/^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$/.test(entryPoint)) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `option.entryPoint ${JSON.stringify(entryPoint)} is neither a .py file nor a module name`,
+    );
   }
 }
 

@@ -14,9 +14,14 @@ from .inputs import Input, Output, batch_key
 
 def load_handler(model_dir, entry_point, handler_name):
     sys.path.insert(0, model_dir)
-    spec = importlib.util.spec_from_file_location("model", os.path.join(model_dir, entry_point))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    if entry_point.endswith(".py"):
+        path = os.path.join(model_dir, entry_point)
+        spec = importlib.util.spec_from_file_location("model", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    else:
+        # A module name, as DJL Serving takes it: from the model's folder or an installed package.
+        module = importlib.import_module(entry_point)
     handler = getattr(module, handler_name, None)
     if handler is None:
         raise AttributeError("%s has no function %s" % (entry_point, handler_name))
