@@ -15,7 +15,11 @@ import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
 import { requestMetrics } from './http/request-metrics.js';
 import { TurnBudget, turnBudgetMiddleware } from './http/turn-budget.js';
 import { ServerMetrics } from './metrics/server-metrics.js';
-import { DEFAULT_ENGINE_MODULES, loadEngineCatalog } from './models/engine-catalog.js';
+import {
+  DEFAULT_ENGINE_MODULES,
+  enginePackageOf,
+  loadEngineCatalog,
+} from './models/engine-catalog.js';
 import type { ModelEntry } from './models/model-entry.js';
 import { ModelManager } from './models/model-manager.js';
 import { sampleGauges } from './models/pool-metrics.js';
@@ -182,7 +186,11 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, 'cannot listen');
   }
   log.info(
-    { ...urls, engines: engines.modules, missingEngines: Object.keys(engines.missing) },
+    {
+      ...urls,
+      engines: engines.modules.map(enginePackageOf),
+      missingEngines: Object.keys(engines.missing).map(enginePackageOf),
+    },
     'listening',
   );
   if (managementKey?.keyFile)

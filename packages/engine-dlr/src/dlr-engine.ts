@@ -7,8 +7,9 @@ import {
 } from '@kiln/dlr-native';
 import { toKilnError } from './dlr-errors.js';
 import { DlrModel } from './dlr-model.js';
+import { ENGINE_NAME } from './engine-name.js';
 
-export const ENGINE_NAME = 'DLR';
+export { ENGINE_NAME };
 
 export interface DlrEngineSettings {
   /** A libdlr file to try before KILN_DLR_LIBRARY and the usual places. */

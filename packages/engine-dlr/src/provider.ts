@@ -4,7 +4,8 @@ import {
   KilnError,
   KilnErrorCode,
 } from '@kiln/core';
-import { DlrEngine, type DlrEngineSettings, ENGINE_NAME } from './dlr-engine.js';
+import type { DlrEngineSettings } from './dlr-engine.js';
+import { ENGINE_NAME } from './engine-name.js';
 import { isDlrModelListing } from './model-folder.js';
 
 export interface DlrEngineOptions extends DlrEngineSettings {
@@ -26,7 +27,8 @@ export function createDlrEngine(options: DlrEngineOptions = {}): EngineProvider 
     name: ENGINE_NAME,
     rank: options.rank ?? 1,
     recognizes: isDlrModelListing,
-    load: () => DlrEngine.load(options),
+    // The engine's modules are imported here, when a model first needs it.
+    load: async () => (await import('./dlr-engine.js')).DlrEngine.load(options),
   };
 }
 

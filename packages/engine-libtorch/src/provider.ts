@@ -1,9 +1,7 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
+import { ENGINE_NAME } from './engine-name.js';
 import { isTorchScriptFile } from './model-file.js';
-import { libtorch } from './native.js';
 import { type LibTorchEngineOptions, engineOptionsFromEnv } from './options.js';
-import { PtEngine } from './pt-engine.js';
-import { ENGINE_NAME } from './pt-model.js';
 
 /**
  * A provider for the PyTorch engine. The addon is loaded by `load()`, not before. Options not
@@ -17,8 +15,14 @@ export function createLibTorchEngine(options: LibTorchEngineOptions = {}): Engin
     // Forwards run on the addon's own threads and every context shares one loaded module.
     execution: 'async',
     recognizes: (fileNames) => fileNames.some(isTorchScriptFile),
-    load: async () =>
-      new PtEngine(libtorch(), { ...engineOptionsFromEnv(), ...definedOnly(options) }),
+    // The engine's modules (and the addon's binding) are imported when a model first needs it.
+    load: async () => {
+      const [{ libtorch }, { PtEngine }] = await Promise.all([
+        import('./native.js'),
+        import('./pt-engine.js'),
+      ]);
+      return new PtEngine(libtorch(), { ...engineOptionsFromEnv(), ...definedOnly(options) });
+    },
   };
 }
 

@@ -31,8 +31,9 @@ import {
   signatureFromSchema,
 } from './signature.js';
 import { parseWarmup } from './warmup.js';
+import { ENGINE_NAME } from './engine-name.js';
 
-export const ENGINE_NAME = 'PyTorch';
+export { ENGINE_NAME };
 
 /** LibTorch's name for a Kiln device. */
 export function torchDevice(device: Device): string {

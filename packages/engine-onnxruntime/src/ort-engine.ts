@@ -1,10 +1,11 @@
 import { CPU, type Device, type Engine, type ModelLoadRequest } from '@kiln/core';
+import { ENGINE_NAME } from './engine-name.js';
 import { providerProblem } from './execution-providers.js';
 import type { OrtModule } from './ort-loader.js';
 import { OrtModel, type OrtModelSettings } from './ort-model.js';
 import { DEFAULT_SESSION_CONFIG } from './options.js';
 
-export const ENGINE_NAME = 'OnnxRuntime';
+export { ENGINE_NAME };
 
 /** onnxruntime-node as a Kiln engine. */
 export class OrtEngine implements Engine {

@@ -1,6 +1,5 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
-import { ENGINE_NAME, OrtEngine } from './ort-engine.js';
-import { loadOrt } from './ort-loader.js';
+import { ENGINE_NAME } from './engine-name.js';
 import type { OrtModelSettings } from './ort-model.js';
 
 export interface OnnxRuntimeEngineOptions extends OrtModelSettings {
@@ -17,7 +16,14 @@ export function createOnnxRuntimeEngine(options: OnnxRuntimeEngineOptions = {}):
     // onnxruntime-node's run blocks its thread: the worker pool gives each worker one.
     execution: 'blocking',
     recognizes: (fileNames) => fileNames.some((f) => f.toLowerCase().endsWith('.onnx')),
-    load: async () => new OrtEngine(await loadOrt(), options),
+    // The engine's modules are imported here, when a model first needs it.
+    load: async () => {
+      const [{ OrtEngine }, { loadOrt }] = await Promise.all([
+        import('./ort-engine.js'),
+        import('./ort-loader.js'),
+      ]);
+      return new OrtEngine(await loadOrt(), options);
+    },
   };
 }
 

@@ -4,9 +4,8 @@ import {
   KilnErrorCode,
   type EngineProvider,
 } from '@kiln/core';
+import { ENGINE_NAME } from './engine-name.js';
 import { defaultPythonExecutable } from './options.js';
-import { PythonEngine } from './python-engine.js';
-import { ENGINE_NAME } from './python-model.js';
 
 export interface PythonEngineOptions {
   /** The interpreter used to probe the engine; models may name their own (option.pythonExecutable). */
@@ -22,16 +21,16 @@ export function createPythonEngine(options: PythonEngineOptions = {}): EnginePro
     // Every context is its own Python process: workers share the model on the main thread.
     execution: 'async',
     recognizes: (fileNames) => fileNames.includes('model.py'),
-    load: () => {
+    // The engine's modules are imported here, when a model first needs it.
+    load: async () => {
+      const { PythonEngine } = await import('./python-engine.js');
       const executable = options.pythonExecutable ?? defaultPythonExecutable();
       try {
-        return Promise.resolve(new PythonEngine(executable));
+        return new PythonEngine(executable);
       } catch (error) {
-        return Promise.reject(
-          new KilnError(KilnErrorCode.EngineUnavailable, `cannot run ${executable}`, {
-            cause: error,
-          }),
-        );
+        throw new KilnError(KilnErrorCode.EngineUnavailable, `cannot run ${executable}`, {
+          cause: error,
+        });
       }
     },
   };

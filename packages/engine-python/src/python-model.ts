@@ -13,12 +13,13 @@ import {
   type ServingTranslatorFactory,
   type TensorDescriptor,
 } from '@kiln/core';
+import { ENGINE_NAME } from './engine-name.js';
 import { type PythonModelSettings, resolveModelSettings } from './options.js';
 import { PythonExecutionContext } from './python-execution-context.js';
 import { type RequirementsReport, prepareRequirements, venvPython } from './requirements.js';
 import { PythonServingTranslator } from './serving.js';
 
-export const ENGINE_NAME = 'Python';
+export { ENGINE_NAME };
 
 /** A folder with model.py; every execution context is its own Python process. */
 export class PythonModel implements Model {

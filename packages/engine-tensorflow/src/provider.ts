@@ -1,15 +1,10 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
+import { TENSORFLOW_ENGINE_NAME } from './engine-name.js';
 import { SAVED_MODEL_FILES, TFJS_MODEL_FILE } from './io/locate-model.js';
 import { BACKEND_INFO, type TfBackendName, backendPreference } from './runtime/backends.js';
 import { isPackageInstalled } from './runtime/packages.js';
-import { resolveRuntime } from './runtime/resolve-runtime.js';
-import {
-  type TfThreadOptions,
-  describeThreads,
-  exportThreadOptions,
-} from './runtime/thread-settings.js';
-import { TfEngine } from './tf-engine.js';
-import { TENSORFLOW_ENGINE_NAME, TfModelLoader } from './tf-model.js';
+import type { TfThreadOptions } from './runtime/thread-settings.js';
+import type { TfEngine } from './tf-engine.js';
 
 /** Below OnnxRuntime (10) and PyTorch (9): chosen by rank only when they cannot load. */
 export const TENSORFLOW_ENGINE_RANK = 8;
@@ -67,7 +62,19 @@ function nativeBackendFirst(options: TensorFlowEngineOptions): boolean {
 /** The default TensorFlow provider (every backend, best first). */
 export const provider: EngineProvider = createTensorFlowEngine();
 
+/** The engine's modules are imported here, when a model first needs it. */
 async function loadEngine(options: TensorFlowEngineOptions): Promise<TfEngine> {
+  const [
+    { resolveRuntime },
+    { describeThreads, exportThreadOptions },
+    { TfEngine },
+    { TfModelLoader },
+  ] = await Promise.all([
+    import('./runtime/resolve-runtime.js'),
+    import('./runtime/thread-settings.js'),
+    import('./tf-engine.js'),
+    import('./tf-model.js'),
+  ]);
   const env = options.env ?? process.env;
   const backends = backendPreference(options.backend, env);
   // Native TensorFlow reads its thread settings once, when it loads.

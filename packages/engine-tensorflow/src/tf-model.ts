@@ -11,8 +11,9 @@ import type { TfTensorSpec } from './model/loaded-model.js';
 import { type TfModelSpec, loadTfModel } from './model/load-model.js';
 import type { TfRuntime } from './runtime/resolve-runtime.js';
 import { TfExecutionContext } from './tf-execution-context.js';
+import { TENSORFLOW_ENGINE_NAME } from './engine-name.js';
 
-export const TENSORFLOW_ENGINE_NAME = 'TensorFlow';
+export { TENSORFLOW_ENGINE_NAME };
 
 /**
  * Loads models into this thread's tfjs runtime; they run here and block the thread while

@@ -7,14 +7,23 @@ import {
 
 export type { EngineCatalog } from '@kiln/core';
 
-/** Engine packages the server serves with when they are installed. */
+/**
+ * Engine packages the server serves with when they are installed, by their `/provider` entry:
+ * a few small modules each, the engine itself imported when a model first needs it (the whole
+ * packages took tens of milliseconds of every start).
+ */
 export const DEFAULT_ENGINE_MODULES = [
-  '@kiln/engine-onnxruntime',
-  '@kiln/engine-libtorch',
-  '@kiln/engine-tensorflow',
-  '@kiln/engine-dlr',
-  '@kiln/engine-python',
+  '@kiln/engine-onnxruntime/provider',
+  '@kiln/engine-libtorch/provider',
+  '@kiln/engine-tensorflow/provider',
+  '@kiln/engine-dlr/provider',
+  '@kiln/engine-python/provider',
 ] as const;
+
+/** The package an engine module belongs to, as users install it (`@kiln/engine-dlr`). */
+export function enginePackageOf(specifier: string): string {
+  return specifier.replace(/\/provider$/, '');
+}
 
 /**
  * Imports an engine package that is an optional peer (of the server or the CLI); when it is not

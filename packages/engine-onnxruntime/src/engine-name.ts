@@ -1,0 +1,2 @@
+/** The ONNX Runtime engine's name (serving.properties `engine=OnnxRuntime`). */
+export const ENGINE_NAME = 'OnnxRuntime';

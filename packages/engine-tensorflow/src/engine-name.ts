@@ -1,0 +1,2 @@
+/** The TensorFlow engine's name (serving.properties `engine=TensorFlow`). */
+export const TENSORFLOW_ENGINE_NAME = 'TensorFlow';
