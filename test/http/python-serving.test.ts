@@ -55,6 +55,8 @@ def handle(inputs: Input):
     kind = inputs.get_property("X-Kind")
     props = inputs.get_properties()
     out = Output().add_property("x-handled-by", "djl").set_code(200).set_message("OK")
+    # Headers the server must not send: its own framing, and a value with a line break.
+    out.add_property("Transfer-Encoding", "chunked").add_property("x-split", "a\\r\\nx-evil: 1")
     if kind == "image":
         image = inputs.get_as_image()
         return out.add_as_json({"size": list(image.size), "mode": image.mode})
@@ -199,6 +201,9 @@ describe.skipIf(!run)('Python mode over HTTP with request bodies', () => {
     expect(headers.get('content-type')).toMatch(/application\/json/);
     // Output.add_property becomes a response header, as DJL Serving sends it.
     expect(headers.get('x-handled-by')).toBe('djl');
+    expect(headers.get('transfer-encoding')).toBeNull();
+    expect(headers.get('x-split')).toBeNull();
+    expect(headers.get('x-evil')).toBeNull();
     expect(body).toEqual({ size: [5, 3], mode: 'RGB' });
   });
 

@@ -145,27 +145,10 @@ export class PythonServingTranslator implements Translator<ServingInput, Serving
 /** Output properties that describe the answer itself rather than headers to send. */
 const ANSWER_PROPERTIES = new Set(['content-type', 'code', 'message', 'batch_size']);
 
-/** Headers that frame or route the HTTP message: the server's to write, never a handler's. */
-const CONNECTION_HEADERS = new Set([
-  'connection',
-  'content-length',
-  'keep-alive',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'proxy-connection',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-]);
-
-const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
-
 /**
  * The handler's `Output.add_property` entries as response headers, as DJL Serving sends them:
- * all but the answer's own (content type, code, message), Kiln's `kiln_*` ones, connection
- * headers and those that are not valid HTTP (dropped rather than failing the answer).
+ * all but the answer's own (content type, code, message) and Kiln's `kiln_*` ones. The server
+ * writes those of them that are valid HTTP and not its own to write.
  */
 export function responseHeaders(
   properties: Readonly<Record<string, string>>,
@@ -173,11 +156,8 @@ export function responseHeaders(
   let headers: Record<string, string> | undefined;
   for (const [key, value] of Object.entries(properties)) {
     const name = key.toLowerCase();
-    if (ANSWER_PROPERTIES.has(name) || name.startsWith('kiln_') || CONNECTION_HEADERS.has(name))
-      continue;
-    const text = String(value);
-    if (!HEADER_NAME.test(key) || !HEADER_VALUE.test(text) || text.length > 8192) continue;
-    (headers ??= {})[name] = text;
+    if (ANSWER_PROPERTIES.has(name) || name.startsWith('kiln_')) continue;
+    (headers ??= {})[name] = String(value);
   }
   return headers;
 }
@@ -230,8 +210,7 @@ function bodyOutput(bytes: Uint8Array, contentType: string | undefined): Serving
     }
   }
   const fallback = text === undefined ? 'application/octet-stream' : 'text/plain; charset=utf-8';
-  const usable = contentType && HEADER_VALUE.test(contentType) ? contentType : undefined;
-  return { type: 'bytes', body: bytes, contentType: usable ?? fallback };
+  return { type: 'bytes', body: bytes, contentType: contentType || fallback };
 }
 
 function utf8OrUndefined(bytes: Uint8Array): string | undefined {

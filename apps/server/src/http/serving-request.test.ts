@@ -24,6 +24,22 @@ describe('servingAnswer', () => {
     expect(servingAnswer({ type: 'json', value: null }, undefined).status).toBe(200);
   });
 
+  it('sends only the headers and content type that are valid HTTP', () => {
+    const answer = servingAnswer(
+      {
+        type: 'bytes',
+        body: new Uint8Array([1]),
+        contentType: 'image/png\r\nx-evil: 1',
+        headers: { 'x-ok': '1', 'x-bad': 'a\nb', 'content-length': '9' },
+      },
+      undefined,
+    );
+    expect(answer).toMatchObject({
+      contentType: 'application/octet-stream',
+      headers: { 'x-ok': '1' },
+    });
+  });
+
   it('carries no headers object for answers without headers of their own', () => {
     expect(servingAnswer({ type: 'json', value: null }, undefined).headers).toBeUndefined();
   });

@@ -9,6 +9,7 @@ import {
   replyForAccept,
 } from '@kiln/core';
 import type { JobHandle } from '@kiln/batching';
+import { isSendableHeaderValue, sendableHeaders } from '../security/response-headers.js';
 import { type BodyLimits, readBody, readMultipart } from './read-body.js';
 
 /**
@@ -64,12 +65,16 @@ export interface ServingAnswer {
 /** A translator output as an answer: JSON as JSON; tensors in the format `Accept` asks for. */
 export function servingAnswer(output: ServingOutput, accept: string | undefined): ServingAnswer {
   const status = output.status ?? 200;
+  const headers = output.headers && sendableHeaders(output.headers);
   if (output.type === 'bytes') {
     return {
       status,
-      contentType: output.contentType,
+      // A content type that cannot be sent is no reason to fail the answer.
+      contentType: isSendableHeaderValue(output.contentType)
+        ? output.contentType
+        : 'application/octet-stream',
       body: Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength),
-      headers: output.headers,
+      headers,
     };
   }
   if (output.type === 'json') {
@@ -78,7 +83,7 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
       status,
       contentType: 'application/json',
       body: Buffer.from(JSON.stringify(output.value) ?? 'null'),
-      headers: output.headers,
+      headers,
     };
   }
   const reply = replyForAccept(accept, output.tensors.length);
@@ -87,7 +92,7 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
     status,
     contentType: reply.contentType,
     body: Buffer.from(encoded.body.buffer, encoded.body.byteOffset, encoded.body.byteLength),
-    headers: output.headers,
+    headers,
   };
 }
 
