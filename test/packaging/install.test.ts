@@ -279,28 +279,14 @@ describe('the server and the CLI with ONNX Runtime only', () => {
   });
 
   it("`npx kiln serve --demo` answers the README's curl", async () => {
-    const [inference, management, metrics] = await freePorts(3);
-    server = spawn(
-      'npx',
-      [
-        'kiln',
-        'serve',
-        '--demo',
-        '--inference-address',
-        `http://127.0.0.1:${inference}`,
-        '--management-address',
-        `http://127.0.0.1:${management}`,
-        '--metrics-address',
-        `http://127.0.0.1:${metrics}`,
-      ],
-      { cwd: dir, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-    );
+    const started = await npxKilnServe(dir, ['--demo']);
+    server = started.server;
     await waitForOutput(server, /model iris READY/);
     const curl = await run('curl', [
       '-sS',
       '-X',
       'POST',
-      `http://127.0.0.1:${inference}/predictions/iris`,
+      `http://127.0.0.1:${started.inference}/predictions/iris`,
       '-H',
       'Content-Type: application/json',
       '-d',
@@ -376,29 +362,14 @@ describe('the server and the CLI with Python mode only', () => {
         '',
       ].join('\n'),
     );
-    const [inference, management, metrics] = await freePorts(3);
-    server = spawn(
-      'npx',
-      [
-        'kiln',
-        'serve',
-        '-m',
-        `echo=${pathToFileURL(model).href}`,
-        '--inference-address',
-        `http://127.0.0.1:${inference}`,
-        '--management-address',
-        `http://127.0.0.1:${management}`,
-        '--metrics-address',
-        `http://127.0.0.1:${metrics}`,
-      ],
-      { cwd: dir, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
-    );
+    const started = await npxKilnServe(dir, ['-m', `echo=${pathToFileURL(model).href}`]);
+    server = started.server;
     await waitForOutput(server, /model echo READY/);
     const curl = await run('curl', [
       '-sS',
       '-X',
       'POST',
-      `http://127.0.0.1:${inference}/predictions/echo`,
+      `http://127.0.0.1:${started.inference}/predictions/echo`,
       '-H',
       'Content-Type: application/json',
       '-d',
@@ -508,6 +479,33 @@ describe('@kiln/engine-dlr', () => {
     300_000,
   );
 });
+
+/**
+ * Starts `npx kiln serve <args>` in an installed project on free loopback ports. The server and
+ * npx form their own process group (kill `-pid` to stop both).
+ */
+async function npxKilnServe(
+  dir: string,
+  args: string[],
+): Promise<{ server: ChildProcess; inference: number }> {
+  const [inference, management, metrics] = await freePorts(3);
+  const server = spawn(
+    'npx',
+    [
+      'kiln',
+      'serve',
+      ...args,
+      '--inference-address',
+      `http://127.0.0.1:${inference}`,
+      '--management-address',
+      `http://127.0.0.1:${management}`,
+      '--metrics-address',
+      `http://127.0.0.1:${metrics}`,
+    ],
+    { cwd: dir, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+  );
+  return { server, inference: inference! };
+}
 
 /** Loopback ports nothing listens on right now. */
 async function freePorts(count: number): Promise<number[]> {
