@@ -41,6 +41,15 @@ async function load(
   })) as PythonModel;
 }
 
+/** The JSON a model's handler answers to a one-byte `data` content, in a fresh context. */
+async function jsonAnswer(model: PythonModel): Promise<unknown> {
+  const context = await model.newExecutionContext();
+  const output = await context.forward(
+    NDList.of(new Tensor('uint8', new Uint8Array([1]), [1], 'data')),
+  );
+  return JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString());
+}
+
 const DOUBLE = `
 from djl_python import Input, Output
 def handle(inputs: Input):
@@ -169,10 +178,7 @@ def handle(inputs: Input):
       pythonExecutable: PYTHON,
       greeting: 'hi',
     });
-    const context = await model.newExecutionContext();
-    const text = new Tensor('uint8', new TextEncoder().encode('x'), [1], 'data');
-    const output = await context.forward(NDList.of(text));
-    expect(JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString())).toEqual({
+    expect(await jsonAnswer(model)).toEqual({
       dir: true,
       device: 'cpu',
       batch_size: 4,
@@ -196,14 +202,7 @@ def handle(inputs):
       {},
       'option.env=KILN_A=1, KILN_B=x=y\n',
     );
-    const context = await model.newExecutionContext();
-    const output = await context.forward(
-      NDList.of(new Tensor('uint8', new Uint8Array([1]), [1], 'data')),
-    );
-    expect(JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString())).toEqual([
-      '1',
-      'x=y',
-    ]);
+    expect(await jsonAnswer(model)).toEqual(['1', 'x=y']);
     await model.dispose();
     await expect(load(DOUBLE, { env: 'KILN_A' })).rejects.toMatchObject({
       code: KilnErrorCode.InvalidConfig,
@@ -223,13 +222,7 @@ def handle(inputs):
     return None if inputs.is_empty() else Output().add_as_json(__name__)
 `,
     );
-    const context = await model.newExecutionContext();
-    const output = await context.forward(
-      NDList.of(new Tensor('uint8', new Uint8Array([1]), [1], 'data')),
-    );
-    expect(JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString())).toBe(
-      'handlers.tiny',
-    );
+    expect(await jsonAnswer(model)).toBe('handlers.tiny');
     await model.dispose();
     await expect(load(DOUBLE, { entryPoint: '../x' })).rejects.toMatchObject({
       code: KilnErrorCode.InvalidConfig,
