@@ -1,0 +1,84 @@
+// Builds the shared-file addon with cmake-js (only cmake and a C++ compiler are needed).
+//
+//   node scripts/build.mjs          the package's install script: builds when the addon is out
+//                                   of date; never fails, so `npm ci` works on machines without
+//                                   cmake or a compiler (engines then give each worker thread
+//                                   its own copy of a model's bytes, quoting build/kiln-build.json)
+//   node scripts/build.mjs --force  npm run build: always builds, fails loudly
+//
+// A prebuilt addon (prebuilds/<platform>-<arch>/, shipped in the published package) is used
+// when it loads; building from source happens only when none fits.
+//
+// Environment: KILN_SHARED_FILE_PREBUILDS names another prebuilds folder; KILN_BUILD_JOBS sets
+// parallel jobs (default 2); KILN_SHARED_FILE_SKIP_BUILD=1 skips the install-time build.
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const packageDir = dirname(dirname(fileURLToPath(import.meta.url)));
+// The shared helpers: a copy inside the published package, the repository's own otherwise.
+const packed = join(packageDir, 'kiln-common', 'scripts', 'addon-build.mjs');
+const helpers = existsSync(packed)
+  ? packed
+  : join(packageDir, '..', 'common', 'scripts', 'addon-build.mjs');
+const { addonBuild, findTool } = await import(pathToFileURL(helpers).href);
+
+const build = addonBuild({
+  packageDir,
+  addonFile: 'kiln_shared_file.node',
+  label: 'kiln-shared-file',
+});
+const { addonPath, force, jobs, report, finish } = build;
+
+if (!force && process.env.KILN_SHARED_FILE_SKIP_BUILD === '1') {
+  finish(0, 'KILN_SHARED_FILE_SKIP_BUILD=1: not building the shared-file addon');
+}
+
+if (!force && build.upToDate()) finish(0, `addon is up to date (${addonPath})`);
+
+const prebuilt = build.prebuilt(process.env.KILN_SHARED_FILE_PREBUILDS || undefined);
+if (!force && prebuilt) {
+  const problem = build.loadProblem(prebuilt);
+  if (!problem) {
+    report('prebuilt', { addon: prebuilt });
+    finish(0, `using the prebuilt addon ${prebuilt}`);
+  }
+}
+
+const missing = [];
+// The published package carries prebuilt addons and no build tools: installing it adds no
+// other package. Building elsewhere needs cmake-js and node-addon-api installed beside it.
+const require = createRequire(join(packageDir, 'package.json'));
+for (const tool of ['cmake-js', 'node-addon-api']) {
+  try {
+    require.resolve(`${tool}/package.json`);
+  } catch {
+    missing.push(`the ${tool} package (npm install --no-save cmake-js node-addon-api)`);
+  }
+}
+if (!findTool(['cmake'])) missing.push('cmake (apt-get install cmake, brew install cmake)');
+if (process.platform !== 'win32' && !findTool([process.env.CXX ?? 'c++', 'g++', 'clang++'])) {
+  missing.push('a C++17 compiler (apt-get install g++, xcode-select --install)');
+}
+if (missing.length > 0) {
+  const reason = `cannot build the shared-file addon: missing ${missing.join(' and ')}`;
+  report('skipped', { reason });
+  finish(
+    1,
+    `${reason}; worker threads will each hold their own copy of a model's bytes until \`npm rebuild @kiln/shared-file-native --foreground-scripts\` succeeds`,
+  );
+}
+
+console.log(`[kiln-shared-file] building the shared-file addon, ${jobs} jobs`);
+const result = build.cmakeJs('build', ['--parallel', jobs]);
+if (result.status !== 0 || !existsSync(addonPath)) {
+  const reason = result.error ? result.error.message : `cmake-js exited with ${result.status}`;
+  report('failed', { reason });
+  finish(
+    1,
+    `building the shared-file addon failed (${reason}); worker threads will each hold their own copy of a model's bytes`,
+  );
+}
+report('built', { addon: addonPath });
+finish(0, `built ${addonPath}`);
