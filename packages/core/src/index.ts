@@ -34,3 +34,4 @@ export * from './generation/load-text-tokenizer.js';
 export * from './generation/token-text-stream.js';
 export * from './generation/generation-parameters.js';
 export * from './generation/stop-text.js';
+export * from './kiln-home.js';

@@ -2,7 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { parse } from 'dot-properties';
-import { KilnError, KilnErrorCode, SERVING_DEFAULTS, type ServingProperties } from '@kiln/core';
+import {
+  KilnError,
+  KilnErrorCode,
+  SERVING_DEFAULTS,
+  type ServingProperties,
+  kilnHome,
+} from '@kiln/core';
 import { type Placement, WORKER_POOL_DEFAULTS, parsePlacement } from '@kiln/worker-pool';
 import { parseGrpcAddress } from '../grpc/grpc-address.js';
 
@@ -244,10 +250,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
   };
 }
 
-/** Kiln's per-user folder (demo model, generated keys): `$KILN_HOME` or `~/.cache/kiln`. */
-export function kilnHome(): string {
-  return process.env.KILN_HOME ?? path.join(os.homedir(), '.cache', 'kiln');
-}
+export { kilnHome };
 
 export interface ListenAddress {
   readonly host: string;
