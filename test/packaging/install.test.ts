@@ -154,7 +154,13 @@ describe('in process: @kiln/core, @kiln/worker-pool and @kiln/engine-onnxruntime
   beforeAll(async () => {
     const installed = await project(
       'in-process',
-      tarballs('@kiln/core', '@kiln/batching', '@kiln/worker-pool', '@kiln/engine-onnxruntime'),
+      tarballs(
+        '@kiln/core',
+        '@kiln/batching',
+        '@kiln/worker-pool',
+        '@kiln/engine-onnxruntime',
+        '@kiln/shared-file-native',
+      ),
     );
     dir = installed.dir;
     record(
@@ -232,6 +238,38 @@ describe('in process: @kiln/core, @kiln/worker-pool and @kiln/engine-onnxruntime
     expect(stdout.trim()).toBe('function OnnxRuntime');
   });
 
+  it('gives two worker threads one copy of the weights, from the prebuilt addon', async () => {
+    const script = `
+      import { createWorkerPool } from '@kiln/worker-pool';
+      const pool = await createWorkerPool({
+        model: { url: 'resnet::OnnxRuntime=${pathToFileURL(modelDir).href}', engines: ['@kiln/engine-onnxruntime'] },
+        settings: { minWorkers: 2, maxWorkers: 2 },
+      });
+      const weights = pool.describe().workerGroups[0].workers.map((w) => w.model?.weights);
+      console.log(JSON.stringify(weights));
+      await pool.shutdown();
+    `;
+    fs.writeFileSync(path.join(dir, 'shared.mjs'), script);
+    const home = path.join(work, 'kiln-home-in-process');
+    const { stdout } = await run(process.execPath, ['shared.mjs'], {
+      cwd: dir,
+      env: userEnv({ KILN_HOME: home }),
+    });
+    const weights = JSON.parse(stdout.trim().split('\n').at(-1)!) as { shared: boolean }[];
+    expect(weights).toHaveLength(2);
+    for (const w of weights) expect(w).toMatchObject({ shared: true, bytes: expect.any(Number) });
+    const report = JSON.parse(
+      fs.readFileSync(
+        path.join(dir, 'node_modules', '@kiln', 'shared-file-native', 'build', 'kiln-build.json'),
+        'utf8',
+      ),
+    ) as { status: string };
+    expect(report.status).toBe('prebuilt');
+    expect(fs.readdirSync(path.join(home, 'onnxruntime')).some((f) => f.endsWith('.ort'))).toBe(
+      true,
+    );
+  });
+
   it('answers an image sent to a model without translator settings with a clear error', async () => {
     const snippet = readmeSnippet(false).replace(
       /,?\s*overrides: \{ translatorFactory: 'image-classification' \},?/,
@@ -259,6 +297,7 @@ describe('the server and the CLI with ONNX Runtime only', () => {
         '@kiln/cli',
         '@kiln/server',
         '@kiln/engine-onnxruntime',
+        '@kiln/shared-file-native',
         '@kiln/core',
         '@kiln/batching',
         '@kiln/worker-pool',

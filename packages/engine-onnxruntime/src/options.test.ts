@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { CPU, type KilnError } from '@kiln/core';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_SESSION_CONFIG, parseSessionConfig, toSessionOptions } from './options.js';
@@ -29,6 +30,24 @@ describe('parseSessionConfig', () => {
       ortDevice: 'cpu',
       profiling: true,
     });
+  });
+
+  it('shares weights by default, keeping optimized models under KILN_HOME unless told otherwise', () => {
+    expect(DEFAULT_SESSION_CONFIG).toMatchObject({
+      shareWeights: true,
+      optimizedModelCache: expect.stringMatching(/[\\/]onnxruntime$/),
+    });
+    expect(parseSessionConfig({ shareWeights: 'false' }, CPU).shareWeights).toBe(false);
+    expect(parseSessionConfig({ optimizedModelCache: 'none' }, CPU).optimizedModelCache).toBe(
+      undefined,
+    );
+    expect(parseSessionConfig({ optimizedModelCache: 'False' }, CPU).optimizedModelCache).toBe(
+      undefined,
+    );
+    expect(parseSessionConfig({ optimizedModelCache: 'rel/cache' }, CPU).optimizedModelCache).toBe(
+      resolve('rel/cache'),
+    );
+    expect(() => parseSessionConfig({ shareWeights: 'sometimes' }, CPU)).toThrow(/shareWeights/);
   });
 
   it('defaults to all optimizations, sequential execution and ORT-chosen threads', () => {

@@ -1,4 +1,5 @@
-import { type Device, OptionReader } from '@kiln/core';
+import { resolve, join } from 'node:path';
+import { type Device, OptionReader, kilnHome } from '@kiln/core';
 import type { InferenceSession } from 'onnxruntime-node';
 
 export type OptLevel = 'disabled' | 'basic' | 'extended' | 'all';
@@ -31,6 +32,16 @@ export interface OrtSessionConfig {
    * server's event loop and with each other, and spinning threads take cores they need.
    */
   readonly allowSpinning: boolean | undefined;
+  /**
+   * CPU sessions of one model read their weights from one copy per process (the model saved
+   * in ORT format, mapped once), instead of one copy per worker thread.
+   */
+  readonly shareWeights: boolean;
+  /**
+   * Where models optimized for sharing are kept across restarts (`$KILN_HOME/onnxruntime` by
+   * default); undefined keeps them for the process only.
+   */
+  readonly optimizedModelCache: string | undefined;
 }
 
 export const DEFAULT_SESSION_CONFIG: OrtSessionConfig = Object.freeze({
@@ -46,6 +57,8 @@ export const DEFAULT_SESSION_CONFIG: OrtSessionConfig = Object.freeze({
   optimizedModelFilePath: undefined,
   logSeverityLevel: undefined,
   allowSpinning: false,
+  shareWeights: true,
+  optimizedModelCache: join(kilnHome(), 'onnxruntime'),
 });
 
 /** The `option.*` keys this engine reads (DJL's OnnxRuntime keys plus Kiln's). */
@@ -61,6 +74,8 @@ export const SESSION_OPTION_KEYS = [
   'optimizedModelFilePath',
   'logSeverityLevel',
   'allowSpinning',
+  'shareWeights',
+  'optimizedModelCache',
 ] as const;
 
 // DJL spells levels as Java's OptLevel enum (NO_OPT, BASIC_OPT…); ORT's own names are accepted too.
@@ -110,6 +125,8 @@ export function parseSessionConfig(
       (o.integer('logSeverityLevel', { min: 0, max: 4 }) as 0 | 1 | 2 | 3 | 4 | undefined) ??
       defaults.logSeverityLevel,
     allowSpinning: o.boolean('allowSpinning') ?? defaults.allowSpinning,
+    shareWeights: o.boolean('shareWeights') ?? defaults.shareWeights,
+    optimizedModelCache: cacheFolder(o.string('optimizedModelCache'), defaults.optimizedModelCache),
   };
 }
 
@@ -147,6 +164,13 @@ export function toSessionOptions(
 function spinningEntries(allow: boolean): Record<string, unknown> {
   const value = allow ? '1' : '0';
   return { session: { intra_op: { allow_spinning: value }, inter_op: { allow_spinning: value } } };
+}
+
+/** `false` (or `none`) keeps optimized models for the process only; else an absolute folder. */
+function cacheFolder(text: string | undefined, fallback: string | undefined): string | undefined {
+  if (text === undefined) return fallback;
+  if (/^(false|none|off)$/i.test(text.trim())) return undefined;
+  return resolve(text);
 }
 
 function optLevel(o: OptionReader, text: string): OptLevel {

@@ -12,6 +12,7 @@ import { OrtExecutionContext } from './ort-execution-context.js';
 import { findModelFile } from './model-file.js';
 import { type OrtSessionConfig, parseSessionConfig } from './options.js';
 import { SessionRunner } from './session-runner.js';
+import type { WeightSharing } from './shared-weights.js';
 
 export interface OrtModelSettings {
   readonly sessionDefaults?: Partial<OrtSessionConfig>;
@@ -36,6 +37,7 @@ export class OrtModel implements Model {
     readonly inputs: readonly TensorDescriptor[],
     readonly outputs: readonly TensorDescriptor[],
     private readonly bytes: number,
+    private readonly weightSharing: WeightSharing,
     private spare: { session: SessionRunner; intraOpNumThreads: number | undefined } | undefined,
   ) {
     this.contexts = new OpenContexts(name);
@@ -66,6 +68,7 @@ export class OrtModel implements Model {
       session.inputs,
       session.outputs,
       size,
+      session.weightSharing,
       { session, intraOpNumThreads: first.intraOpNumThreads },
     );
   }
@@ -97,6 +100,7 @@ export class OrtModel implements Model {
       file: this.modelPath,
       bytes: this.bytes,
       session: { ...this.config },
+      weights: this.weightSharing,
       inputs: this.inputs,
       outputs: this.outputs,
       openContexts: this.contexts.size,

@@ -11,6 +11,7 @@ import { type OrtModule, loadOrt } from './ort-loader.js';
 import { fromOrtTensor, toDescriptor, toOrtTensor } from './ort-tensors.js';
 import { type OrtProfile, readProfileTrace } from './profiling/ort-profile.js';
 import { type OrtSessionConfig, toSessionOptions } from './options.js';
+import { type WeightSharing, openSession } from './shared-weights.js';
 
 /** When ONNX Runtime itself ran, measured on the session's thread (no queueing). */
 export interface RunTiming {
@@ -32,6 +33,10 @@ export class SessionRunner {
     readonly inputs: readonly TensorDescriptor[],
     readonly outputs: readonly TensorDescriptor[],
     private readonly profileDir: string | undefined,
+    /** Whether the weights are the process's shared copy, or why not. */
+    readonly weightSharing: WeightSharing,
+    /** The shared bytes ORT reads the weights from in place: kept alive with the session. */
+    private weights: ArrayBuffer | undefined,
   ) {
     this.profilingOpen = profileDir !== undefined;
   }
@@ -50,16 +55,19 @@ export class SessionRunner {
     const profileDir = config.profiling
       ? await mkdtemp(join(tmpdir(), 'kiln-ort-profile-'))
       : undefined;
-    let session: InferenceSession;
+    let opened: Awaited<ReturnType<typeof openSession>>;
     try {
-      session = await ort.InferenceSession.create(
+      opened = await openSession(
+        ort,
         modelPath,
+        config,
         toSessionOptions(config, profileDir && join(profileDir, 'ort')),
       );
     } catch (error) {
       if (profileDir) await rm(profileDir, { recursive: true, force: true });
       throw loadError(error, modelPath, config);
     }
+    const { session, weights, sharing } = opened;
     try {
       const metadata = [...session.inputMetadata, ...session.outputMetadata];
       // ORT reports "no shape declared" as [], like a scalar: only the model file tells.
@@ -68,7 +76,7 @@ export class SessionRunner {
         : new Set<string>();
       const inputs = session.inputMetadata.map((m) => toDescriptor(m, 'input', unshaped));
       const outputs = session.outputMetadata.map((m) => toDescriptor(m, 'output', unshaped));
-      return new SessionRunner(ort, session, inputs, outputs, profileDir);
+      return new SessionRunner(ort, session, inputs, outputs, profileDir, sharing, weights);
     } catch (error) {
       await session.release();
       if (profileDir) await rm(profileDir, { recursive: true, force: true });
@@ -112,6 +120,7 @@ export class SessionRunner {
 
   async close(): Promise<void> {
     await this.session.release();
+    this.weights = undefined;
     if (this.profileDir) await rm(this.profileDir, { recursive: true, force: true });
   }
 }
