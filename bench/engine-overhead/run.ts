@@ -67,9 +67,11 @@ function optionOverrides(): Record<string, string> {
   return Object.fromEntries(Object.entries(kilnOptions).map(([k, v]) => [`option.${k}`, v]));
 }
 
-function loadKiln(modelDir: string): Promise<OrtModel> {
+/** Kiln's model at its defaults (weights shared, the optimized model kept for this process). */
+function loadKiln(modelDir: string, more: Record<string, string> = {}): Promise<OrtModel> {
   const properties = servingPropertiesFrom({});
-  return OrtModel.load({ name: 'bench', modelDir, device: CPU, options: kilnOptions, properties });
+  const options = { ...kilnOptions, optimizedModelCache: 'false', ...more };
+  return OrtModel.load({ name: 'bench', modelDir, device: CPU, options, properties });
 }
 
 const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-overhead-'));
@@ -80,6 +82,8 @@ try {
   const resnet = await resnetModel(join(dir, 'resnet18'), { depth: 18 });
   const rawResnet = await ort.InferenceSession.create(join(resnet.dir, MODEL_FILE), sessionOptions);
   const kilnResnet = await loadKiln(resnet.dir);
+  // The same with each session's own copy of the weights, as before they were shared.
+  const kilnOwnResnet = await loadKiln(resnet.dir, { shareWeights: 'false' });
 
   for (const batch of [1, 8]) {
     const data = Float32Array.from({ length: batch * 3 * 224 * 224 }, (_, i) => Math.sin(i / 101));
@@ -90,6 +94,11 @@ try {
     const kiln = await kilnContender(
       'kiln',
       kilnResnet,
+      NDList.of(new Tensor('float32', data, shape, 'input')),
+    );
+    const kilnOwn = await kilnContender(
+      'kiln-own',
+      kilnOwnResnet,
       NDList.of(new Tensor('float32', data, shape, 'input')),
     );
     // Rounds of several calls each, raw and Kiln alternating (A B, B A, …): each round's ratio
@@ -104,17 +113,23 @@ try {
       [
         { name: 'raw', measure: rate(raw) },
         { name: 'kiln', measure: rate(kiln) },
+        { name: 'kiln-own', measure: rate(kilnOwn) },
       ],
       { rounds: batch === 1 ? rounds : Math.ceil(rounds / 2), warmupRounds: 1 },
     );
     console.log(
       `ResNet-18 batch ${batch} (${calls} calls a round): raw ${formatSpread(spreadOf(imagesPerSecond.raw!))} img/s, ` +
-        `Kiln ${formatSpread(spreadOf(imagesPerSecond.kiln!))} img/s`,
+        `Kiln ${formatSpread(spreadOf(imagesPerSecond.kiln!))} img/s, ` +
+        `Kiln with each session's own weights ${formatSpread(spreadOf(imagesPerSecond['kiln-own']!))} img/s`,
     );
     console.log(
       `  ${goalLine('Kiln ÷ raw', ratioSpread(imagesPerSecond.kiln!, imagesPerSecond.raw!), { atLeast: 0.99 }, '×', 3)}`,
     );
+    console.log(
+      `  shared ÷ own weights: ${formatSpread(ratioSpread(imagesPerSecond.kiln!, imagesPerSecond['kiln-own']!), 3)}×`,
+    );
     await kiln.close();
+    await kilnOwn.close();
 
     // The same forwards timed from both sides: what Kiln adds to a run.
     const context = await kilnResnet.newExecutionContext();
@@ -135,6 +150,7 @@ try {
   }
   await rawResnet.release();
   await kilnResnet.dispose();
+  await kilnOwnResnet.dispose();
 
   const tiny = await tinyModel(join(dir, 'tiny'));
   const x = Float32Array.of(1, 2, 3, 4);
