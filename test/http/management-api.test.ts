@@ -100,9 +100,14 @@ describe('register, describe, list, scale, unregister', () => {
       (await manage('PUT', '/models/am?min_worker=2&max_worker=2&synchronous=true')).status,
     ).toBe(200);
     const described = await jsonOf(await manage('GET', '/models/am'));
-    expect(
-      (described.body as { workerGroups: { workers: unknown[] }[] }[])[0]!.workerGroups[0]!.workers,
-    ).toHaveLength(2);
+    const workers = (
+      described.body as { workerGroups: { workers: { model?: { weights?: unknown } }[] }[] }[]
+    )[0]!.workerGroups[0]!.workers;
+    expect(workers).toHaveLength(2);
+    // Both workers' ONNX Runtime sessions read the process's one copy of the weights.
+    for (const worker of workers) {
+      expect(worker.model?.weights).toMatchObject({ shared: true, bytes: expect.any(Number) });
+    }
     expect(
       (await manage('PUT', '/models/am?min_worker=1&max_worker=1&synchronous=true')).status,
     ).toBe(200);
