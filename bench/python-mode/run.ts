@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CPU, NDList, Tensor, parseServingProperties, type ExecutionContext } from '@kiln/core';
 import { PYTHON_PACKAGE_DIR, createPythonEngine } from '@kiln/engine-python';
-import { goalLine, machineLine, spreadOf } from '../harness/figures.js';
+import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
 
 const { values: args } = parseArgs({
@@ -75,6 +75,15 @@ const model = await engine.loadModel({
   properties: parseServingProperties(''),
 });
 const context = await model.newExecutionContext();
+// The same handler with every byte over the socket (option.sharedMemory=false), for comparison.
+const socketModel = await engine.loadModel({
+  name: 'bench-socket',
+  modelDir: dir,
+  device: CPU,
+  options: { pythonExecutable: PYTHON, sharedMemory: 'false' },
+  properties: parseServingProperties(''),
+});
+const socketContext = await socketModel.newExecutionContext();
 const inputs = {
   tensor: NDList.of(Tensor.zeros('float32', [1, 3, 224, 224], 'x')),
   // 25 float32 = 100 bytes.
@@ -85,6 +94,7 @@ for (const kind of ['tensor', 'small'] as const) {
   const figures = await alternateRounds(
     [
       { name: 'kiln', measure: () => viaKiln(context, inputs[kind]) },
+      { name: 'socket', measure: () => viaKiln(socketContext, inputs[kind]) },
       { name: 'python', measure: () => Promise.resolve(inProcess(kind)) },
     ],
     { rounds, warmupRounds: 1 },
@@ -97,7 +107,13 @@ for (const kind of ['tensor', 'small'] as const) {
   console.log(
     goalLine(`${label} IPC overhead`, spreadOf(overhead), { atMost: goals[kind] }, ' µs', 0),
   );
+  const socketOverhead = figures.socket!.map((k, i) => k - figures.python![i]!);
+  console.log(
+    `  with every byte over the socket (option.sharedMemory=false): ${spreadOf(figures.socket!).median.toFixed(0)} µs/call, ` +
+      `IPC overhead ${formatSpread(spreadOf(socketOverhead), 0)} µs; default ÷ socket per call ${formatSpread(ratioSpread(figures.kiln!, figures.socket!), 2)}`,
+  );
 }
 await model.dispose();
+await socketModel.dispose();
 rmSync(dir, { recursive: true, force: true });
 console.log(machineLine());

@@ -2,6 +2,7 @@
 // upload it (`npm run pack:all`), then installed from those tarballs into fresh folders outside
 // the repository (third-party dependencies come from the npm registry), and used there.
 import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -370,6 +371,7 @@ describe('the server and the CLI with Python mode only', () => {
         '@kiln/cli',
         '@kiln/server',
         '@kiln/engine-python',
+        '@kiln/shared-file-native',
         '@kiln/core',
         '@kiln/batching',
         '@kiln/worker-pool',
@@ -401,9 +403,48 @@ describe('the server and the CLI with Python mode only', () => {
         '',
       ].join('\n'),
     );
-    const started = await npxKilnServe(dir, ['-m', `echo=${pathToFileURL(model).href}`]);
+    // A large body reaches the handler through shared memory (the prebuilt addon).
+    const digest = path.join(work, 'models', 'digest-py');
+    fs.mkdirSync(digest, { recursive: true });
+    fs.writeFileSync(
+      path.join(digest, 'model.py'),
+      [
+        'import hashlib',
+        'from djl_python import Input, Output',
+        'def handle(inputs: Input):',
+        '    if inputs.is_empty():',
+        '        return None',
+        '    body = inputs.get_as_bytes()',
+        "    return Output().add_as_json({'bytes': len(body), 'sha256': hashlib.sha256(body).hexdigest()})",
+        '',
+      ].join('\n'),
+    );
+    const started = await npxKilnServe(dir, [
+      '-m',
+      `echo=${pathToFileURL(model).href}`,
+      '-m',
+      `digest=${pathToFileURL(digest).href}`,
+    ]);
     server = started.server;
     await waitForOutput(server, /model echo READY/);
+    await waitForOutput(server, /model digest READY/);
+    const body = path.join(work, 'body.bin');
+    const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
+    fs.writeFileSync(body, bytes);
+    const large = await run('curl', [
+      '-sS',
+      '-X',
+      'POST',
+      `http://127.0.0.1:${started.inference}/predictions/digest`,
+      '-H',
+      'Content-Type: application/octet-stream',
+      '--data-binary',
+      `@${body}`,
+    ]);
+    expect(JSON.parse(large.stdout)).toEqual({
+      bytes: 300_000,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    });
     const curl = await run('curl', [
       '-sS',
       '-X',

@@ -22,6 +22,12 @@ export interface SharedFileAddon {
   claim(key: string): 'claimed' | 'busy' | `failed: ${string}`;
   /** Gives a claim back; a `failure` is what later claims of the key answer. */
   unclaim(key: string, failure?: string): void;
+  /**
+   * A writable ArrayBuffer over the first `size` bytes of the open file `fd`, shared (MAP_SHARED)
+   * with every process that maps the same file: memory two processes exchange data through.
+   * Unmapped once the ArrayBuffer is collected; `fd` may be closed at once.
+   */
+  mapWritable(fd: number, size: number): ArrayBuffer;
   /** Live mappings in this process and their bytes. */
   stats(): { mappings: number; bytes: number };
 }

@@ -73,6 +73,26 @@ Napi::Value Unclaim(const Napi::CallbackInfo& info) {
   KILN_NAPI_END(info.Env())
 }
 
+// A writable shared mapping of a whole open file (MAP_SHARED): what this process writes, another
+// process mapping the same file reads. Not registered under a key; unmapped once the
+// ArrayBuffer is collected. The descriptor may be closed afterwards.
+Napi::Value MapWritable(const Napi::CallbackInfo& info) {
+  KILN_NAPI_BEGIN
+  const int64_t fd = napi::RequireInt(napi::Arg(info, 0), "fd");
+  const int64_t size = napi::RequireInt(napi::Arg(info, 1), "size");
+  napi::Check(fd >= 0, napi::code::kInvalidInput, "fd must be a file descriptor");
+  napi::Check(size > 0, napi::code::kInvalidInput, "size must be positive");
+  void* data = MapWritableFile(static_cast<int>(fd), static_cast<size_t>(size));
+  return Napi::ArrayBuffer::New(
+      info.Env(), data, static_cast<size_t>(size),
+      [](Napi::Env, void* mapped, size_t* length) {
+        UnmapWritable(mapped, *length);
+        delete length;
+      },
+      new size_t(static_cast<size_t>(size)));
+  KILN_NAPI_END(info.Env())
+}
+
 Napi::Value Stats(const Napi::CallbackInfo& info) {
   KILN_NAPI_BEGIN
   Napi::Object stats = Napi::Object::New(info.Env());
@@ -94,6 +114,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("find", Napi::Function::New<Find>(env, "find"));
   exports.Set("claim", Napi::Function::New<Claim>(env, "claim"));
   exports.Set("unclaim", Napi::Function::New<Unclaim>(env, "unclaim"));
+  exports.Set("mapWritable", Napi::Function::New<MapWritable>(env, "mapWritable"));
   exports.Set("stats", Napi::Function::New<Stats>(env, "stats"));
   // A worker thread that ends while it holds a claim (terminated mid-conversion) gives it back,
   // so the threads waiting on it go on.

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <string>
 #include <iterator>
 #include <mutex>
 #include <stdexcept>
@@ -122,5 +123,22 @@ size_t MappingRegistry::LiveBytes() {
   for (const auto& entry : *mappings) bytes += entry.second->size;
   return bytes;
 }
+
+void* MapWritableFile(int fd, size_t size) {
+#ifdef __linux__
+  // Reserve the pages now: on a full tmpfs a write through the mapping would otherwise raise
+  // SIGBUS in the middle of a copy, where no error can be returned.
+  const int reserved = ::posix_fallocate(fd, 0, static_cast<off_t>(size));
+  if (reserved != 0) {
+    errno = reserved;
+    throw SystemError("cannot reserve " + std::to_string(size) + " bytes in", "file descriptor " + std::to_string(fd));
+  }
+#endif
+  void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (data == MAP_FAILED) throw SystemError("cannot map", "file descriptor " + std::to_string(fd));
+  return data;
+}
+
+void UnmapWritable(void* data, size_t size) { ::munmap(data, size); }
 
 }  // namespace kiln::shared_file

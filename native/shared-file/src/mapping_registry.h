@@ -42,4 +42,9 @@ class MappingRegistry {
   size_t LiveBytes();
 };
 
+// A read-write MAP_SHARED mapping of `size` bytes of an open file, for memory two processes
+// share; throws a coded NativeError. UnmapWritable gives it back.
+void* MapWritableFile(int fd, size_t size);
+void UnmapWritable(void* data, size_t size);
+
 }  // namespace kiln::shared_file

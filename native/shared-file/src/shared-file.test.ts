@@ -1,4 +1,13 @@
-import { mkdtempSync, mkdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdtempSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -123,6 +132,22 @@ describe.skipIf(load.problem !== undefined)('kiln_shared_file', () => {
     await worker.terminate();
     expect(addon.claim('abandoned')).toBe('claimed');
     addon.unclaim('abandoned');
+  });
+
+  it('maps an open file writable, shared with whoever else maps it', () => {
+    const path = file('exchange.bin', new Uint8Array(8192));
+    const fd = openSync(path, 'r+');
+    const region = new Uint8Array(addon.mapWritable(fd, 8192));
+    closeSync(fd);
+    region.set(pattern(100), 4000);
+    // What another process reading the file sees: the bytes just written, no flush needed.
+    expect(new Uint8Array(readFileSync(path)).subarray(4000, 4100)).toEqual(pattern(100));
+    expect(() => addon.mapWritable(987_654, 4096)).toThrow(
+      expect.objectContaining({ code: 'MODEL_LOAD_FAILED' }),
+    );
+    expect(() => addon.mapWritable(0, 0)).toThrow(
+      expect.objectContaining({ code: 'INVALID_INPUT' }),
+    );
   });
 
   it('refuses what cannot be mapped with a coded error naming the path', () => {

@@ -22,6 +22,20 @@ export interface Frame {
 // numpy spells bool/float types the same as Kiln except these.
 const NUMPY_NAMES: Partial<Record<DType, string>> = {};
 
+/**
+ * Set on a call's kind byte when its contents may live in the worker's shared input region:
+ * every content header then carries a location byte after its size — 0: the bytes follow,
+ * 1: a u64 offset into the region follows, and no bytes.
+ */
+export const SHARED_CONTENTS_FLAG = 0x80;
+
+/**
+ * Set on a call's kind byte when the worker may put its answer's large contents in the shared
+ * output region: Node has no other call in flight, so it reads that answer before it could
+ * send another call whose answer would overwrite it.
+ */
+export const ANSWER_IN_REGION_FLAG = 0x40;
+
 /** Tensor data starts at a multiple of this many bytes from the frame's first byte. */
 export const TENSOR_ALIGNMENT = 8;
 
@@ -40,6 +54,8 @@ interface ContentMeta {
   readonly pad: number;
   readonly size: number;
   readonly inline: boolean;
+  /** Where the content sits in the shared input region, when it is there. */
+  readonly sharedAt: number | undefined;
 }
 
 /**
@@ -47,31 +63,46 @@ interface ContentMeta {
  * headers (and small contents) share one new buffer; large contents are views of the caller's
  * memory (nothing large is copied; a writev sends them together). Tensor data is padded to start
  * at a multiple of TENSOR_ALIGNMENT bytes from the frame's start, so the reader can view it in
- * place.
+ * place. `shared` gives, by content index, the offsets of contents already copied into the
+ * worker's shared input region (SharedRegion): those travel as references.
  */
-export function encodeFrameParts(frame: Frame): Buffer[] {
+export function encodeFrameParts(
+  frame: Frame,
+  shared?: ReadonlyMap<number, number>,
+  answerInRegion = false,
+): Buffer[] {
+  const located = shared !== undefined && shared.size > 0;
   const props = JSON.stringify(frame.properties);
   const propsLength = Buffer.byteLength(props);
   const metas: ContentMeta[] = [];
   // First pass: where every content starts, so all headers go into one allocation.
   let position = 4 + 9 + propsLength + 2;
   let ownBytes = position;
-  for (const content of frame.contents) {
+  frame.contents.forEach((content, index) => {
     const name = content.name;
     const dtype = content.dtype ? (NUMPY_NAMES[content.dtype] ?? content.dtype) : '';
     const shape = content.dtype ? (content.shape ?? []) : [];
-    const fixed = 2 + Buffer.byteLength(name) + 1 + dtype.length + 1 + 8 * shape.length + 8;
-    const pad = dtype ? padding(position + fixed) : 0;
+    const sharedAt = shared?.get(index);
+    const location = located ? (sharedAt === undefined ? 1 : 9) : 0;
+    const fixed =
+      2 + Buffer.byteLength(name) + 1 + dtype.length + 1 + 8 * shape.length + 8 + location;
     const size = content.bytes.byteLength;
-    const inline = size <= INLINE_BYTES;
-    metas.push({ name, dtype, shape, pad, size, inline });
-    ownBytes += fixed + pad + (inline ? size : 0);
-    position += fixed + pad + size;
-  }
+    const carried = sharedAt === undefined ? size : 0;
+    const pad = dtype && sharedAt === undefined ? padding(position + fixed) : 0;
+    const inline = carried <= INLINE_BYTES;
+    metas.push({ name, dtype, shape, pad, size, inline, sharedAt });
+    ownBytes += fixed + pad + (inline ? carried : 0);
+    position += fixed + pad + carried;
+  });
   const own = Buffer.allocUnsafe(ownBytes);
   own.writeUInt32LE(position - 4, 0);
   own.writeUInt32LE(frame.id, 4);
-  own.writeUInt8(frame.kind, 8);
+  own.writeUInt8(
+    frame.kind |
+      (located ? SHARED_CONTENTS_FLAG : 0) |
+      (answerInRegion ? ANSWER_IN_REGION_FLAG : 0),
+    8,
+  );
   own.writeUInt32LE(propsLength, 9);
   let offset = 13 + own.write(props, 13);
   offset = own.writeUInt16LE(frame.contents.length, offset);
@@ -86,6 +117,11 @@ export function encodeFrameParts(frame: Frame): Buffer[] {
     offset = own.writeUInt8(meta.shape.length, offset);
     for (const dim of meta.shape) offset = writeInt64(own, dim, offset);
     offset = writeInt64(own, meta.size, offset);
+    if (located) offset = own.writeUInt8(meta.sharedAt === undefined ? 0 : 1, offset);
+    if (meta.sharedAt !== undefined) {
+      offset = writeInt64(own, meta.sharedAt, offset);
+      return;
+    }
     own.fill(0, offset, offset + meta.pad);
     offset += meta.pad;
     const bytes = content.bytes;
@@ -123,14 +159,22 @@ function readInt64(buffer: Buffer, offset: number): number {
   return buffer.readUInt32LE(offset) + buffer.readInt32LE(offset + 4) * 2 ** 32;
 }
 
+/** Reads `size` bytes at `offset` of the shared output region, as a copy. */
+export type RegionReader = (offset: number, size: number) => Uint8Array;
+
 /**
  * Decodes a frame body (without its length prefix; its 4 bytes precede `body` in the frame).
- * Contents are views of `body`'s memory where tensor data is aligned there, copies otherwise.
+ * Contents are views of `body`'s memory where tensor data is aligned there, copies otherwise;
+ * contents the worker put in the shared output region are copied out through `region`.
  */
-export function decodeFrame(body: Buffer): Frame {
+export function decodeFrame(body: Buffer, region?: RegionReader): Frame {
   try {
     const id = body.readUInt32LE(0);
-    const kind = body.readUInt8(4) as FrameKind;
+    const kindByte = body.readUInt8(4);
+    const located = (kindByte & SHARED_CONTENTS_FLAG) !== 0;
+    if (located && !region)
+      throw new RangeError('an answer refers to shared memory there is none of');
+    const kind = (kindByte & ~(SHARED_CONTENTS_FLAG | ANSWER_IN_REGION_FLAG)) as FrameKind;
     const propsLength = body.readUInt32LE(5);
     let offset = 9;
     const properties = JSON.parse(
@@ -155,6 +199,15 @@ export function decodeFrame(body: Buffer): Frame {
       for (let d = 0; d < rank; d++, offset += 8) shape.push(readInt64(body, offset));
       const size = readInt64(body, offset);
       offset += 8;
+      if (located && body.readUInt8(offset++) === 1) {
+        const at = readInt64(body, offset);
+        offset += 8;
+        const bytes = region!(at, size);
+        contents.push(
+          dtypeName ? { name, bytes, dtype: toDType(dtypeName), shape } : { name, bytes },
+        );
+        continue;
+      }
       if (dtypeName) offset += padding(offset + 4);
       if (offset + size > body.length) throw new RangeError('content runs past the frame');
       const start = body.byteOffset + offset;

@@ -14,6 +14,11 @@ export interface PythonModelSettings {
   readonly venvRoot?: string;
   /** option.env (`KEY=VALUE,KEY2=VALUE2`, DJL's form): added to the workers' environment. */
   readonly env: Readonly<Record<string, string>>;
+  /**
+   * option.sharedMemory (default true): contents from 64 kB on reach the workers through
+   * shared memory instead of the socket.
+   */
+  readonly sharedInput: boolean;
 }
 
 /**
@@ -38,6 +43,7 @@ export function resolveModelSettings(
     predictTimeoutMs: (o.positiveNumber('predict_timeout') ?? 120) * 1000,
     enableVenv: o.boolean('enable_venv') ?? false,
     env: parseEnvOption(options.env),
+    sharedInput: o.boolean('sharedMemory') ?? true,
     ...(venvRoot ? { venvRoot } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import {
 } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { createPythonEngine } from './provider.js';
+import type { PythonExecutionContext } from './python-execution-context.js';
 import type { PythonModel } from './python-model.js';
 import { PythonEngine, visibleGpuCount } from './python-engine.js';
 import { probePython } from './probe.js';
@@ -86,6 +88,66 @@ describe.skipIf(!run)('Python engine', () => {
     expect(output.get(0).shape).toEqual([1, 3, 224, 224]);
     expect((output.get(0).data as Float32Array).every((v, i) => v === 2 * data[i]!)).toBe(true);
     await model.dispose();
+  });
+
+  it('hands large contents over through shared memory, each call its own', async () => {
+    const model = await load(`
+import hashlib
+from djl_python import Input, Output
+import numpy as np
+def handle(inputs: Input):
+    if inputs.is_empty():
+        return None
+    x = inputs.get_as_numpy("x")[0]
+    raw = inputs.get_as_bytes("raw")
+    x.flat[0] = -1  # the handler owns its input: the change stays in its copy
+    return Output().add_as_numpy([x * 2, np.frombuffer(hashlib.sha256(raw).digest(), np.uint8)])
+`);
+    const context = (await model.newExecutionContext()) as PythonExecutionContext;
+    expect(context.sharedInputProblem).toBeUndefined();
+    for (const seed of [1, 2, 3]) {
+      const data = Float32Array.from({ length: 150_528 }, (_, i) => ((i * seed) % 1000) - 500);
+      const raw = Uint8Array.from({ length: 100_000 }, (_, i) => (i * seed) % 251);
+      const output = await context.forward(
+        NDList.of(
+          new Tensor('float32', data, [1, 3, 224, 224], 'x'),
+          new Tensor('uint8', raw, [raw.length], 'raw'),
+        ),
+      );
+      const doubled = output.get(0).data as Float32Array;
+      expect(doubled[0]).toBe(-2);
+      expect(doubled.subarray(1).every((v, i) => v === 2 * data[i + 1]!)).toBe(true);
+      expect(Buffer.from(output.get(1).data as Uint8Array).toString('hex')).toBe(
+        createHash('sha256').update(raw).digest('hex'),
+      );
+      expect(data[0]).toBe(-500); // the caller's tensor is untouched
+    }
+    expect(context.sharedInputCalls).toBe(3);
+    expect(context.sharedAnswerContents).toBe(3); // the doubled tensors; hashes are small
+
+    // Two calls at once: the second finds the regions taken and goes over the socket.
+    const inputs = [3, 5].map((k) =>
+      NDList.of(
+        new Tensor('float32', new Float32Array(150_528).fill(k), [150_528], 'x'),
+        new Tensor('uint8', new Uint8Array(100_000).fill(k), [100_000], 'raw'),
+      ),
+    );
+    const answers = await Promise.all(inputs.map((input) => context.forward(input)));
+    expect(answers.map((a) => (a.get(0).data as Float32Array)[7])).toEqual([6, 10]);
+    expect(context.sharedInputCalls).toBe(4);
+    expect(context.sharedAnswerContents).toBe(4);
+    await model.dispose();
+
+    // option.sharedMemory=false: every byte over the socket, the same answers.
+    const plain = await load(DOUBLE, { sharedMemory: 'false' });
+    const socketOnly = (await plain.newExecutionContext()) as PythonExecutionContext;
+    const data = Float32Array.from({ length: 150_528 }, (_, i) => i % 7);
+    const output = await socketOnly.forward(NDList.of(new Tensor('float32', data, [150_528])));
+    expect((output.get(0).data as Float32Array).every((v, i) => v === 2 * data[i]!)).toBe(true);
+    expect(socketOnly.sharedInputCalls).toBe(0);
+    expect(socketOnly.sharedInputProblem).toBe('off');
+    expect(plain.describe()).toMatchObject({ sharedMemory: false });
+    await plain.dispose();
   });
 
   it('gives each context its own Python process', async () => {

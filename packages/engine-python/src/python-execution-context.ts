@@ -54,6 +54,21 @@ export class PythonExecutionContext implements ExecutionContext {
     ]);
   }
 
+  /** Calls whose large contents reached the worker through shared memory. */
+  get sharedInputCalls(): number {
+    return this.worker?.sharedInputCalls ?? 0;
+  }
+
+  /** Answer contents that came back through shared memory. */
+  get sharedAnswerContents(): number {
+    return this.worker?.sharedAnswerContents ?? 0;
+  }
+
+  /** Why the worker has no shared input region, when it has none. */
+  get sharedInputProblem(): string | undefined {
+    return this.worker?.sharedInputProblem;
+  }
+
   async close(): Promise<void> {
     this.onClose();
     await this.worker?.close();

@@ -82,6 +82,7 @@ export class PythonModel implements Model {
               : {}),
           }
         : {}),
+      sharedMemory: this.settings.sharedInput,
       workers: this.contexts.size,
     };
   }

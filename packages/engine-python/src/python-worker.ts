@@ -10,6 +10,7 @@ import {
   decodeFrame,
   encodeFrameParts,
 } from './frames.js';
+import { SharedRegion } from './shared-region.js';
 
 /** The Python package shipped with this adapter (kiln_python and djl_python). */
 export const PYTHON_PACKAGE_DIR = fileURLToPath(new URL('../python', import.meta.url));
@@ -32,6 +33,8 @@ export interface PythonWorkerOptions {
   readonly env?: Readonly<Record<string, string>>;
   /** Where the worker's stdout/stderr lines go. */
   readonly log?: (line: string) => void;
+  /** Large contents through shared memory (default); false sends every byte over the socket. */
+  readonly sharedInput?: boolean;
 }
 
 interface Pending {
@@ -40,6 +43,8 @@ interface Pending {
   /** performance.now() past which the call has timed out. */
   deadline: number;
   timeoutMs: number;
+  /** Whether the call's contents occupy the shared input region. */
+  shared: boolean;
 }
 
 /**
@@ -55,10 +60,16 @@ export class PythonWorker {
   private watchdogAt = Infinity;
   private nextId = 1;
   private exitError: KilnError | undefined;
+  /** Large contents go through this memory; undefined when it could not be set up. */
+  private readonly region: SharedRegion | undefined;
+  /** Large contents of answers come back through this one. */
+  private readonly answers: SharedRegion | undefined;
+  /** Why there is no shared input region, when there is none. */
+  readonly sharedInputProblem: string | undefined;
   readonly exited: Promise<void>;
 
   private constructor(private readonly options: PythonWorkerOptions) {
-    const env = {
+    const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...options.env,
       PYTHONPATH: [PYTHON_PACKAGE_DIR, options.env?.PYTHONPATH ?? process.env.PYTHONPATH]
@@ -66,6 +77,26 @@ export class PythonWorker {
         .join(':'),
       PYTHONUNBUFFERED: '1',
     };
+    const region = options.sharedInput === false ? { reason: 'off' } : SharedRegion.open();
+    const answers = region instanceof SharedRegion ? SharedRegion.open() : region;
+    if (region instanceof SharedRegion && answers instanceof SharedRegion) {
+      this.region = region;
+      this.answers = answers;
+      // The worker inherits the regions' descriptors as fd 5 (calls) and fd 6 (answers).
+      env.KILN_SHARED_INPUT_FD = '5';
+      env.KILN_SHARED_INPUT_BYTES = String(region.size);
+      env.KILN_SHARED_OUTPUT_FD = '6';
+      env.KILN_SHARED_OUTPUT_BYTES = String(answers.size);
+    } else {
+      // Never the caller's: a worker maps only regions this process made for it.
+      for (const key of ['INPUT', 'OUTPUT']) {
+        delete env[`KILN_SHARED_${key}_FD`];
+        delete env[`KILN_SHARED_${key}_BYTES`];
+      }
+      if (region instanceof SharedRegion) region.closeDescriptor();
+      this.sharedInputProblem =
+        'reason' in region ? region.reason : (answers as { reason: string }).reason;
+    }
     this.child = spawn(
       options.pythonExecutable,
       [
@@ -76,8 +107,22 @@ export class PythonWorker {
         options.handler,
         options.deviceId,
       ],
-      { cwd: options.modelDir, env, stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'] },
+      {
+        cwd: options.modelDir,
+        env,
+        stdio: [
+          'ignore',
+          'pipe',
+          'pipe',
+          'pipe',
+          'pipe',
+          this.region?.descriptor ?? 'ignore',
+          this.answers?.descriptor ?? 'ignore',
+        ],
+      },
     );
+    this.region?.closeDescriptor();
+    this.answers?.closeDescriptor();
     const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
     for (const stream of [this.child.stdout, this.child.stderr]) {
       let rest = '';
@@ -89,9 +134,13 @@ export class PythonWorker {
       });
     }
     this.requests = this.child.stdio[3] as Writable;
+    const answerRegion = this.answers;
+    const readAnswer = answerRegion
+      ? (offset: number, size: number) => answerRegion.copyOut(offset, size)
+      : undefined;
     const reader = new FrameReader();
     (this.child.stdio[4] as Readable).on('data', (chunk: Buffer) => {
-      for (const body of reader.push(chunk)) this.settle(decodeFrame(body));
+      for (const body of reader.push(chunk)) this.settle(decodeFrame(body, readAnswer));
     });
     this.requests.on('error', () => {
       // The exit handler fails every pending call.
@@ -135,6 +184,16 @@ export class PythonWorker {
     return worker;
   }
 
+  /** Calls whose large contents went through shared memory. */
+  get sharedInputCalls(): number {
+    return this.region?.calls ?? 0;
+  }
+
+  /** Answer contents that came back through shared memory. */
+  get sharedAnswerContents(): number {
+    return this.answers?.reads ?? 0;
+  }
+
   get alive(): boolean {
     return this.exitError === undefined;
   }
@@ -148,14 +207,23 @@ export class PythonWorker {
     if (this.exitError) return Promise.reject(this.exitError);
     const id = this.nextId++;
     let parts: Buffer[];
+    const placed = this.region?.place(contents);
+    // With no other call in flight, this answer is read before any later one is written.
+    const answerInRegion = this.answers !== undefined && this.pending.size === 0;
     try {
-      parts = encodeFrameParts({ id, kind: FrameKind.Call, properties, contents });
+      parts = encodeFrameParts(
+        { id, kind: FrameKind.Call, properties, contents },
+        placed,
+        answerInRegion,
+      );
     } catch (error) {
+      if (placed) this.region!.release();
       return Promise.reject(error as Error);
     }
     const deadline = performance.now() + timeoutMs;
+    const shared = placed !== undefined;
     const answered = new Promise<Frame>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, deadline, timeoutMs });
+      this.pending.set(id, { resolve, reject, deadline, timeoutMs, shared });
     });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
     if (parts.length === 1) {
@@ -182,6 +250,7 @@ export class PythonWorker {
     const pending = this.pending.get(frame.id);
     if (!pending) return;
     this.pending.delete(frame.id);
+    if (pending.shared) this.region!.release();
     if (frame.kind === FrameKind.Error) {
       // A code comes with an error the handler could not help (507: out of memory).
       const code = frame.properties.code;
@@ -206,6 +275,8 @@ export class PythonWorker {
       pending.reject(error);
       this.pending.delete(id);
     }
+    // Nothing reads the region any more: the worker is gone or being killed.
+    this.region?.release();
   }
 
   private armWatchdog(deadline: number): void {
@@ -229,6 +300,7 @@ export class PythonWorker {
 
   private timeOut(id: number, pending: Pending): void {
     this.pending.delete(id);
+    // Released by fail() below, once the worker that may still read it is being killed.
     pending.reject(
       new KilnError(
         KilnErrorCode.Timeout,

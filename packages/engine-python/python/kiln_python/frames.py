@@ -3,7 +3,9 @@
 Frame: u32 length | u32 request id | u8 kind | u32 properties length | properties (JSON) |
 u16 contents | per content: u16 name length, name, u8 dtype length, dtype (empty for bytes),
 u8 rank, i64 dims, u64 byte length, [tensors: zero bytes up to a multiple of 8 from the frame's
-first byte], bytes. Kinds: 0 call, 1 result, 2 error.
+first byte], bytes. Kinds: 0 call, 1 result, 2 error. A call whose kind has SHARED_CONTENTS set
+carries, after each content's byte length, a location byte: 0 the bytes follow as above, 1 a u64
+offset into the worker's shared input region follows instead (see open_shared_input).
 
 Every call pays for this code, so it keeps to precompiled structs and cached dtypes.
 """
@@ -12,6 +14,13 @@ import json
 import struct
 
 CALL, RESULT, ERROR = 0, 1, 2
+SHARED_CONTENTS = 0x80
+# On a call: its answer may put large contents in the shared output region (Node reads that
+# answer before it sends a call whose answer could overwrite them).
+ANSWER_IN_REGION = 0x40
+# Contents from this size on go through a shared region when there is one.
+SHARED_MIN_BYTES = 64 * 1024
+_REGION_ALIGNMENT = 64
 ALIGNMENT = 8
 
 _LENGTH = struct.Struct("<I")
@@ -57,11 +66,16 @@ def _padding(position):
     return -position % ALIGNMENT
 
 
-def decode(frame):
+def decode(frame, region=None):
     """Decodes a frame read with its 4-byte length prefix at the start. Tensors are writable
-    numpy views of `frame` (no copy), so the frame's buffer must be the call's own."""
+    numpy views of `frame` (no copy), so the frame's buffer must be the call's own. Contents in
+    the shared input `region` (a memoryview) are copied out: the next call reuses it."""
     body = memoryview(frame)
     _, request_id, kind, props_len = _HEAD.unpack_from(body, 0)
+    located = kind & SHARED_CONTENTS
+    kind &= ~SHARED_CONTENTS
+    if located and region is None:
+        raise ValueError("a call refers to shared memory this worker does not have")
     offset = 13
     properties = json.loads(body[offset : offset + props_len].tobytes()) if props_len > 2 else {}
     offset += props_len
@@ -83,6 +97,14 @@ def decode(frame):
         offset += 8 * rank
         (size,) = _U64.unpack_from(body, offset)
         offset += 8
+        if located:
+            location = body[offset]
+            offset += 1
+            if location == 1:
+                (at,) = _U64.unpack_from(body, offset)
+                offset += 8
+                contents.append((name, _from_region(region, at, size, dtype, shape)))
+                continue
         if dtype:
             offset += _padding(offset)
             np = _numpy()
@@ -98,41 +120,106 @@ def decode(frame):
     return request_id, kind, properties, contents
 
 
-def encode(request_id, kind, properties, contents):
+def _from_region(region, at, size, dtype, shape):
+    if at + size > len(region):
+        raise ValueError("a shared content runs past the region")
+    source = region[at : at + size]
+    if not dtype:
+        return source.tobytes()
+    np = _numpy()
+    array_dtype = _DTYPES.get(dtype)
+    if array_dtype is None:
+        array_dtype = _DTYPES[dtype] = np.dtype(dtype)
+    return np.frombuffer(source, array_dtype, size // array_dtype.itemsize).reshape(shape).copy()
+
+
+def open_shared_regions(environ):
+    """The shared regions Node handed this worker as inherited descriptors: calls' contents
+    (KILN_SHARED_INPUT_FD, mapped read-only) and answers' (KILN_SHARED_OUTPUT_FD, writable);
+    (None, None) without them."""
+    return (
+        _map_region(environ, "KILN_SHARED_INPUT", writable=False),
+        _map_region(environ, "KILN_SHARED_OUTPUT", writable=True),
+    )
+
+
+def _map_region(environ, prefix, writable):
+    fd = environ.get(prefix + "_FD")
+    size = environ.get(prefix + "_BYTES")
+    if not fd or not size:
+        return None
+    import mmap
+
+    prot = mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+    return memoryview(mmap.mmap(int(fd), int(size), flags=mmap.MAP_SHARED, prot=prot))
+
+
+def encode(request_id, kind, properties, contents, region=None):
     """The frame as a list of buffers, length prefix first; array data is viewed, not copied
-    (os.writev sends the list as one)."""
+    (os.writev sends the list as one). With a shared output `region` (a writable memoryview),
+    contents from SHARED_MIN_BYTES on are copied into it and the frame refers to them."""
     props = _encode_json(properties).encode() if properties else b"{}"
     head = bytearray(_HEAD.size)
     parts = [head, props, _COUNT.pack(len(contents))]
     position = 13 + len(props) + 2
-    for name, value in contents:
+    prepared = [_prepared(value) for _, value in contents]
+    places = None
+    if region is not None and any(p[3] >= SHARED_MIN_BYTES for p in prepared):
+        places = _places(prepared, region)
+    for index, (name, _) in enumerate(contents):
+        dtype, shape, raw, size = prepared[index]
         name_bytes = name.encode()
         meta = bytearray(_U16.pack(len(name_bytes)))
         meta += name_bytes
-        if hasattr(value, "dtype"):
-            value = _numpy().ascontiguousarray(value)
-            if not value.dtype.isnative:
-                value = value.astype(value.dtype.newbyteorder("="))
-            dtype = _dtype_name(value.dtype)
-            shape = value.shape
-            meta.append(len(dtype))
-            meta += dtype
-            meta.append(len(shape))
-            meta += _shape_struct(len(shape)).pack(*shape)
-            size = value.nbytes
-            meta += _U64.pack(size)
+        meta.append(len(dtype))
+        meta += dtype
+        meta.append(len(shape))
+        meta += _shape_struct(len(shape)).pack(*shape)
+        meta += _U64.pack(size)
+        at = places.get(index) if places else None
+        if places:
+            meta.append(0 if at is None else 1)
+        if at is not None:
+            meta += _U64.pack(at)
+            parts.append(meta)
+            position += len(meta)
+            continue
+        if dtype:
             meta += _PADS[_padding(position + len(meta))]
-            raw = value  # os.writev reads the array's bytes in place
-        else:
-            raw = value if isinstance(value, (bytes, bytearray)) else bytes(value)
-            size = len(raw)
-            meta += b"\0\0"  # no dtype, rank 0
-            meta += _U64.pack(size)
         parts.append(meta)
         parts.append(raw)
         position += len(meta) + size
+    if places:
+        kind |= SHARED_CONTENTS
     _HEAD.pack_into(head, 0, position - 4, request_id, kind, len(props))
     return parts
+
+
+def _prepared(value):
+    """(dtype name, shape, buffer, byte length) of a content: arrays contiguous and native."""
+    if hasattr(value, "dtype"):
+        value = _numpy().ascontiguousarray(value)
+        if not value.dtype.isnative:
+            value = value.astype(value.dtype.newbyteorder("="))
+        return _dtype_name(value.dtype), value.shape, value, value.nbytes
+    raw = value if isinstance(value, (bytes, bytearray)) else bytes(value)
+    return b"", (), raw, len(raw)
+
+
+def _places(prepared, region):
+    """Copies the large contents into the region: their offsets by content index."""
+    places = {}
+    end = 0
+    for index, (_, _, raw, size) in enumerate(prepared):
+        if size < SHARED_MIN_BYTES:
+            continue
+        start = -(-end // _REGION_ALIGNMENT) * _REGION_ALIGNMENT
+        if start + size > len(region):
+            continue
+        region[start : start + size] = memoryview(raw).cast("B")
+        places[index] = start
+        end = start + size
+    return places
 
 
 def _dtype_name(dtype):

@@ -8,7 +8,15 @@ import time
 import traceback
 
 from .channel import FrameChannel
-from .frames import ERROR, RESULT, decode, encode, preload_numpy
+from .frames import (
+    ANSWER_IN_REGION,
+    ERROR,
+    RESULT,
+    decode,
+    encode,
+    open_shared_regions,
+    preload_numpy,
+)
 from .inputs import Input, Output, batch_key
 
 
@@ -67,13 +75,15 @@ def _out_of_memory(error):
 def main():
     model_dir, entry_point, handler_name, device_id = sys.argv[1:5]
     channel = FrameChannel(3, 4)
+    region, answers = open_shared_regions(os.environ)
     handler = None
     clock = time.perf_counter
     while True:
         frame = channel.read()
         if frame is None:
             return
-        request_id, _, properties, contents = decode(frame)
+        request_id, kind, properties, contents = decode(frame, region)
+        answer_region = answers if kind & ANSWER_IN_REGION else None
         # What DJL Serving's engine adds to every call: handlers read them in initialize().
         properties["model_dir"] = model_dir
         properties["device_id"] = device_id
@@ -84,7 +94,7 @@ def main():
                 preload_numpy()
             props, out = handle_call(handler, properties, contents)
             props["kiln_handler_us"] = int((clock() - started) * 1e6)
-            parts = encode(request_id, RESULT, props, out)
+            parts = encode(request_id, RESULT, props, out, answer_region)
         except Exception as error:  # noqa: BLE001 - every handler failure goes back as a frame
             traceback.print_exc(file=sys.stderr)
             message = "%s: %s" % (type(error).__name__, error)

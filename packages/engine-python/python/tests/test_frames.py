@@ -7,7 +7,9 @@ import unittest
 import numpy as np
 
 from kiln_python.channel import FrameChannel, _write_rest
-from kiln_python.frames import CALL, RESULT, decode, encode
+import struct
+
+from kiln_python.frames import CALL, RESULT, SHARED_CONTENTS, decode, encode
 
 
 def joined(parts):
@@ -40,6 +42,38 @@ class FramesTest(unittest.TestCase):
         _, _, _, contents = decode(joined(encode(1, RESULT, {}, [("a", a)])))
         np.testing.assert_array_equal(contents[0][1], a)
         self.assertEqual(contents[0][1].dtype, np.int32)
+
+
+def located_call(name, dtype, shape, size, at):
+    """A call as Node writes it when a content waits in the shared input region."""
+    content = struct.pack("<H", len(name)) + name + bytes([len(dtype)]) + dtype
+    content += bytes([len(shape)]) + struct.pack("<%dq" % len(shape), *shape)
+    content += struct.pack("<Q", size) + b"\x01" + struct.pack("<Q", at)
+    body = b"{}" + struct.pack("<H", 1) + content
+    return bytearray(struct.pack("<IIBI", 9 + len(body), 5, CALL | SHARED_CONTENTS, 2) + body)
+
+
+class SharedInputTest(unittest.TestCase):
+    def test_contents_in_the_region_are_copied_out(self):
+        region = bytearray(256)
+        x = np.arange(6, dtype=np.float32)
+        region[64:88] = x.tobytes()
+        region[128:131] = b"abc"
+        request_id, kind, _, contents = decode(
+            located_call(b"x", b"float32", (2, 3), 24, 64), memoryview(region)
+        )
+        self.assertEqual((request_id, kind), (5, CALL))
+        np.testing.assert_array_equal(contents[0][1], x.reshape(2, 3))
+        region[64:88] = bytes(24)  # the next call's bytes
+        np.testing.assert_array_equal(contents[0][1], x.reshape(2, 3))
+        _, _, _, contents = decode(located_call(b"raw", b"", (), 3, 128), memoryview(region))
+        self.assertEqual(contents[0][1], b"abc")
+
+    def test_a_reference_without_a_region_or_past_its_end_is_refused(self):
+        with self.assertRaises(ValueError):
+            decode(located_call(b"x", b"", (), 3, 0), None)
+        with self.assertRaises(ValueError):
+            decode(located_call(b"x", b"", (), 300, 0), memoryview(bytearray(256)))
 
 
 class ChannelTest(unittest.TestCase):
