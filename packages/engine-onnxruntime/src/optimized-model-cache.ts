@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { constants } from 'node:fs';
+import { constants, existsSync } from 'node:fs';
 import {
   access,
   mkdir,
