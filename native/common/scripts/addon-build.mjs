@@ -62,6 +62,27 @@ export function addonBuild({ packageDir, addonFile, label }) {
       return lines[0]?.trim() ?? `exited with ${probe.status}`;
     },
 
+    /**
+     * Finishes with the prebuilt addon for this platform when there is one and it loads here
+     * (not under --force); returns otherwise, for the build from source to go on.
+     */
+    usePrebuiltIfItLoads(prebuildsDir) {
+      const prebuilt = this.prebuilt(prebuildsDir);
+      if (force || !prebuilt || this.loadProblem(prebuilt)) return;
+      this.report('prebuilt', { addon: prebuilt });
+      this.finish(0, `using the prebuilt addon ${prebuilt}`);
+    },
+
+    /** What building from source lacks here: cmake, a C++ compiler (one line each). */
+    missingBuildTools() {
+      const missing = [];
+      if (!findTool(['cmake'])) missing.push('cmake (apt-get install cmake, brew install cmake)');
+      if (process.platform !== 'win32' && !findTool([process.env.CXX ?? 'c++', 'g++', 'clang++'])) {
+        missing.push('a C++17 compiler (apt-get install g++, xcode-select --install)');
+      }
+      return missing;
+    },
+
     /** Whether the built addon is newer than its sources and the shared helpers. */
     upToDate() {
       if (!existsSync(addonPath)) return false;

@@ -22,7 +22,7 @@ const packed = join(packageDir, 'kiln-common', 'scripts', 'addon-build.mjs');
 const helpers = existsSync(packed)
   ? packed
   : join(packageDir, '..', 'common', 'scripts', 'addon-build.mjs');
-const { addonBuild, findTool } = await import(pathToFileURL(helpers).href);
+const { addonBuild } = await import(pathToFileURL(helpers).href);
 
 const build = addonBuild({
   packageDir,
@@ -38,20 +38,9 @@ if (!force && process.env.KILN_DLR_SKIP_BUILD === '1') {
 if (!force && build.upToDate()) finish(0, `addon is up to date (${addonPath})`);
 
 // The prebuilt addon needs no DLR to load (libdlr is opened at run time): use it when it loads.
-const prebuilt = build.prebuilt(process.env.KILN_DLR_PREBUILDS || undefined);
-if (!force && prebuilt) {
-  const problem = build.loadProblem(prebuilt);
-  if (!problem) {
-    report('prebuilt', { addon: prebuilt });
-    finish(0, `using the prebuilt addon ${prebuilt}`);
-  }
-}
+build.usePrebuiltIfItLoads(process.env.KILN_DLR_PREBUILDS || undefined);
 
-const missing = [];
-if (!findTool(['cmake'])) missing.push('cmake (apt-get install cmake, brew install cmake)');
-if (process.platform !== 'win32' && !findTool([process.env.CXX ?? 'c++', 'g++', 'clang++'])) {
-  missing.push('a C++17 compiler (apt-get install g++, xcode-select --install)');
-}
+const missing = build.missingBuildTools();
 if (missing.length > 0) {
   const reason = `cannot build the DLR addon: missing ${missing.join(' and ')}`;
   report('skipped', { reason });

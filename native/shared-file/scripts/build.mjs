@@ -22,7 +22,7 @@ const packed = join(packageDir, 'kiln-common', 'scripts', 'addon-build.mjs');
 const helpers = existsSync(packed)
   ? packed
   : join(packageDir, '..', 'common', 'scripts', 'addon-build.mjs');
-const { addonBuild, findTool } = await import(pathToFileURL(helpers).href);
+const { addonBuild } = await import(pathToFileURL(helpers).href);
 
 const build = addonBuild({
   packageDir,
@@ -37,18 +37,11 @@ if (!force && process.env.KILN_SHARED_FILE_SKIP_BUILD === '1') {
 
 if (!force && build.upToDate()) finish(0, `addon is up to date (${addonPath})`);
 
-const prebuilt = build.prebuilt(process.env.KILN_SHARED_FILE_PREBUILDS || undefined);
-if (!force && prebuilt) {
-  const problem = build.loadProblem(prebuilt);
-  if (!problem) {
-    report('prebuilt', { addon: prebuilt });
-    finish(0, `using the prebuilt addon ${prebuilt}`);
-  }
-}
+build.usePrebuiltIfItLoads(process.env.KILN_SHARED_FILE_PREBUILDS || undefined);
 
-const missing = [];
 // The published package carries prebuilt addons and no build tools: installing it adds no
 // other package. Building elsewhere needs cmake-js and node-addon-api installed beside it.
+const missing = build.missingBuildTools();
 const require = createRequire(join(packageDir, 'package.json'));
 for (const tool of ['cmake-js', 'node-addon-api']) {
   try {
@@ -56,10 +49,6 @@ for (const tool of ['cmake-js', 'node-addon-api']) {
   } catch {
     missing.push(`the ${tool} package (npm install --no-save cmake-js node-addon-api)`);
   }
-}
-if (!findTool(['cmake'])) missing.push('cmake (apt-get install cmake, brew install cmake)');
-if (process.platform !== 'win32' && !findTool([process.env.CXX ?? 'c++', 'g++', 'clang++'])) {
-  missing.push('a C++17 compiler (apt-get install g++, xcode-select --install)');
 }
 if (missing.length > 0) {
   const reason = `cannot build the shared-file addon: missing ${missing.join(' and ')}`;
