@@ -426,8 +426,8 @@ describe('the server and the CLI with Python mode only', () => {
       `digest=${pathToFileURL(digest).href}`,
     ]);
     server = started.server;
-    await waitForOutput(server, /model echo READY/);
-    await waitForOutput(server, /model digest READY/);
+    // Both lines, in whichever order the two models finish loading.
+    await waitForOutput(server, /^(?=[\s\S]*model echo READY)(?=[\s\S]*model digest READY)/);
     const body = path.join(work, 'body.bin');
     const bytes = Buffer.from(Array.from({ length: 300_000 }, (_, i) => (i * 7) % 256));
     fs.writeFileSync(body, bytes);
