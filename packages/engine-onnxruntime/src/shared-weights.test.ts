@@ -110,18 +110,28 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     await again.dispose();
     await collect();
 
+    // A file some process left half-written an hour ago goes at the next store; a fresh one stays.
+    const abandoned = join(root, folder, '.abandoned.123.partial');
+    const fresh = join(root, folder, '.fresh.456.partial');
+    await writeFile(abandoned, 'half');
+    await writeFile(fresh, 'half');
+    const hourAgo = new Date(Date.now() - 3_700_000);
+    await utimes(abandoned, hourAgo, hourAgo);
+
     // A new version of the file replaces its entry; the entry of a model that is gone goes.
     const other = join(root, 'other');
     await cp(resnet.dir, other, { recursive: true });
     await (await loadOrtModel(other, cache(folder))).dispose();
-    expect(await entries(folder)).toHaveLength(4);
+    expect((await entries(folder)).filter((name) => !name.startsWith('.'))).toHaveLength(4);
     await rm(other, { recursive: true });
     await utimes(join(resnet.dir, 'model.onnx'), new Date(), new Date(Date.now() + 10_000));
     const changed = await loadOrtModel(resnet.dir, cache(folder));
     expect(changed.describe().weights).toMatchObject({ cache: 'stored' });
-    const now = await entries(folder);
+    const now = (await entries(folder)).filter((name) => !name.startsWith('.'));
     expect(now).toHaveLength(2);
     expect(now).not.toContain(ort);
+    expect(await entries(folder)).toContain('.fresh.456.partial');
+    expect(await entries(folder)).not.toContain('.abandoned.123.partial');
     await changed.dispose();
     await collect();
   });
