@@ -78,6 +78,15 @@ export async function optimizedModelFile(
   return { file: cached, cache: 'stored', release: kept };
 }
 
+/** Removes a cache entry (a damaged one ONNX Runtime could not open) and its source note. */
+export async function discardCacheEntry(cacheDir: string, key: OptimizedModelKey): Promise<void> {
+  await Promise.all(
+    [`${key.optimized}.ort`, `${key.optimized}.json`].map((name) =>
+      rm(join(cacheDir, name), { force: true }),
+    ),
+  );
+}
+
 /**
  * Removes the entries of earlier versions or optimizations of the same model file, and those
  * whose model file is gone (models loaded from temporary folders would otherwise pile up).

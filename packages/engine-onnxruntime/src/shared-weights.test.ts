@@ -147,6 +147,7 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
       shared: false,
       reason: expect.stringContaining('opening the shared model'),
     });
+    expect(await entries(folder)).toEqual([]); // the entry and its source note are gone
     const answer = await (await damaged.newExecutionContext()).forward(input);
     expect(answer.get(0).shape).toEqual([1, 10]);
     await damaged.dispose();

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { realpathSync } from 'node:fs';
-import { rm, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { cpus } from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type SharedFileAddon, loadSharedFileAddon } from '@kiln/shared-file-native';
 import type { InferenceSession } from 'onnxruntime-node';
 import {
   type OptimizedModelKey,
+  discardCacheEntry,
   messageOf,
   optimizedModelFile,
   withSessionEntries,
@@ -91,7 +91,7 @@ export async function openSession(
   } catch (error) {
     // A cache entry this ORT cannot open (damaged, or another build's) is optimized again next time.
     if (cache === 'hit' && config.optimizedModelCache) {
-      await rm(`${config.optimizedModelCache}/${key.optimized}.ort`, { force: true });
+      await discardCacheEntry(config.optimizedModelCache, key);
     }
     return ownCopy(ort, modelPath, options, `opening the shared model: ${messageOf(error)}`);
   }
@@ -169,7 +169,7 @@ async function sharingKey(
 ): Promise<OptimizedModelKey> {
   const file = await stat(modelPath, { bigint: true });
   const version = (ort.env.versions as { node?: string } | undefined)?.node ?? 'unknown';
-  const model = sha256(realpathSync(modelPath)).slice(0, 16);
+  const model = sha256(await realpath(modelPath)).slice(0, 16);
   const optimized = sha256(
     [
       version,

@@ -1,4 +1,3 @@
-import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
 import type { ModelManager } from '@kiln/server';
@@ -137,11 +136,8 @@ function reportModels(cli: CliContext, models: ModelManager): void {
 
 /** The Iris demo model, trained and written once per Kiln version into the user's cache. */
 async function ensureDemoModel(cli: CliContext): Promise<string> {
-  const dir = path.join(
-    process.env.KILN_HOME ?? path.join(os.homedir(), '.cache', 'kiln'),
-    'demo',
-    'iris',
-  );
+  const { kilnHome } = await import('@kiln/core');
+  const dir = path.join(kilnHome(), 'demo', 'iris');
   const { existsSync } = await import('node:fs');
   if (!existsSync(path.join(dir, 'model.onnx'))) {
     const { buildIrisDemo } = await import('@kiln/model-tools');

@@ -250,8 +250,6 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
   };
 }
 
-export { kilnHome };
-
 export interface ListenAddress {
   readonly host: string;
   readonly port: number;
