@@ -18,7 +18,7 @@ export interface PythonModelSettings {
    * option.sharedMemory (default true): contents from 64 kB on reach the workers through
    * shared memory instead of the socket.
    */
-  readonly sharedInput: boolean;
+  readonly sharedMemory: boolean;
 }
 
 /**
@@ -43,7 +43,7 @@ export function resolveModelSettings(
     predictTimeoutMs: (o.positiveNumber('predict_timeout') ?? 120) * 1000,
     enableVenv: o.boolean('enable_venv') ?? false,
     env: parseEnvOption(options.env),
-    sharedInput: o.boolean('sharedMemory') ?? true,
+    sharedMemory: o.boolean('sharedMemory') ?? true,
     ...(venvRoot ? { venvRoot } : {}),
   };
 }

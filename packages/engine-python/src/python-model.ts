@@ -82,7 +82,7 @@ export class PythonModel implements Model {
               : {}),
           }
         : {}),
-      sharedMemory: this.settings.sharedInput,
+      sharedMemory: this.settings.sharedMemory,
       workers: this.contexts.size,
     };
   }

@@ -34,7 +34,7 @@ export interface PythonWorkerOptions {
   /** Where the worker's stdout/stderr lines go. */
   readonly log?: (line: string) => void;
   /** Large contents through shared memory (default); false sends every byte over the socket. */
-  readonly sharedInput?: boolean;
+  readonly sharedMemory?: boolean;
 }
 
 interface Pending {
@@ -77,25 +77,21 @@ export class PythonWorker {
         .join(':'),
       PYTHONUNBUFFERED: '1',
     };
-    const region = options.sharedInput === false ? { reason: 'off' } : SharedRegion.open();
-    const answers = region instanceof SharedRegion ? SharedRegion.open() : region;
-    if (region instanceof SharedRegion && answers instanceof SharedRegion) {
-      this.region = region;
-      this.answers = answers;
-      // The worker inherits the regions' descriptors as fd 5 (calls) and fd 6 (answers).
-      env.KILN_SHARED_INPUT_FD = '5';
-      env.KILN_SHARED_INPUT_BYTES = String(region.size);
-      env.KILN_SHARED_OUTPUT_FD = '6';
-      env.KILN_SHARED_OUTPUT_BYTES = String(answers.size);
-    } else {
+    const regions = options.sharedMemory === false ? { reason: 'off' } : SharedRegion.openPair();
+    if ('reason' in regions) {
+      this.sharedInputProblem = regions.reason;
       // Never the caller's: a worker maps only regions this process made for it.
       for (const key of ['INPUT', 'OUTPUT']) {
         delete env[`KILN_SHARED_${key}_FD`];
         delete env[`KILN_SHARED_${key}_BYTES`];
       }
-      if (region instanceof SharedRegion) region.closeDescriptor();
-      this.sharedInputProblem =
-        'reason' in region ? region.reason : (answers as { reason: string }).reason;
+    } else {
+      ({ calls: this.region, answers: this.answers } = regions);
+      // The worker inherits the regions' descriptors as fd 5 (calls) and fd 6 (answers).
+      env.KILN_SHARED_INPUT_FD = '5';
+      env.KILN_SHARED_INPUT_BYTES = String(regions.calls.size);
+      env.KILN_SHARED_OUTPUT_FD = '6';
+      env.KILN_SHARED_OUTPUT_BYTES = String(regions.answers.size);
     }
     this.child = spawn(
       options.pythonExecutable,

@@ -49,6 +49,17 @@ export class SharedRegion {
     }
   }
 
+  /** A worker's two regions, calls' and answers', or why it gets none. */
+  static openPair():
+    { readonly calls: SharedRegion; readonly answers: SharedRegion } | { readonly reason: string } {
+    const calls = SharedRegion.open();
+    if (!(calls instanceof SharedRegion)) return calls;
+    const answers = SharedRegion.open();
+    if (answers instanceof SharedRegion) return { calls, answers };
+    calls.closeDescriptor();
+    return answers;
+  }
+
   get size(): number {
     return this.region.byteLength;
   }
