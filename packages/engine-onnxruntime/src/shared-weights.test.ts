@@ -1,4 +1,4 @@
-import { cp, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
@@ -22,6 +22,15 @@ async function collect(): Promise<void> {
     gc();
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * Resident bytes counted page by page: the kernel's running total (what `process.memoryUsage`
+ * reads) is kept per CPU and lags by several MiB.
+ */
+async function exactRss(): Promise<number> {
+  const rollup = await readFile('/proc/self/smaps_rollup', 'utf8');
+  return Number(/^Rss:\s+(\d+) kB/m.exec(rollup)![1]) * 1024;
 }
 
 // Without the addon (no compiler where it was installed) sessions keep private copies; CI builds it.
@@ -63,16 +72,27 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     expect((shared.describe().weights as { bytes: number }).bytes).toBeGreaterThan(40e6);
     expect(own.describe().weights).toEqual({ shared: false, reason: 'option.shareWeights=false' });
 
-    const before = process.memoryUsage.rss();
+    // Garbage is collected before every reading: a collection in between would hide growth.
+    const settledRss = async () => {
+      await collect();
+      return exactRss();
+    };
+    const before = await settledRss();
     const contexts = await Promise.all([0, 1, 2, 3].map(() => shared.newExecutionContext()));
-    const sharedGrowth = process.memoryUsage.rss() - before;
+    const afterShared = await settledRss();
     expect(addon.addon!.stats().mappings).toBe(1);
-    const ownContexts = await Promise.all([0, 1, 2].map(() => own.newExecutionContext()));
-    const ownGrowth = process.memoryUsage.rss() - before - sharedGrowth;
-    // ResNet-18 holds ~45 MB of weights: three more private copies add at least twice that,
-    // four shared contexts (the spare session taken over, three new) less than one copy.
+    const ownContexts = await Promise.all([0, 1, 2, 3].map(() => own.newExecutionContext()));
+    const ownGrowth = (await settledRss()) - afterShared;
+    const sharedGrowth = afterShared - before;
+    // ResNet-18 holds ~45 MB of weights. Four contexts of each model: the first takes over the
+    // session made at load, three make new ones. Three private copies add at least two (171–207
+    // MiB here; the allocator may first reuse what loading the model file freed); the shared
+    // contexts add less than one.
     expect(ownGrowth).toBeGreaterThan(2 * 45e6);
     expect(sharedGrowth).toBeLessThan(45e6);
+    console.log(
+      `[kiln] RSS growth: 4 shared contexts ${sharedGrowth >> 20} MiB, 4 private ${ownGrowth >> 20} MiB`,
+    );
 
     const expected = (await ownContexts[0]!.forward(input)).get(0).data as Float32Array;
     for (const context of contexts) {
