@@ -16,7 +16,7 @@ import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../h
 import { alternateRounds } from '../harness/rounds.js';
 import { runLoad } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
-import { startBenchServer } from './kiln-server.js';
+import { perCallSplit, startBenchServer } from './kiln-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -113,15 +113,7 @@ try {
   const meanBatch =
     Number(/kiln_batch_size_sum\{model="batched"\} ([\d.e+]+)/.exec(metrics)?.[1]) /
     Number(/kiln_batch_size_count\{model="batched"\} (\d+)/.exec(metrics)?.[1]);
-  const meanMs = (metric: string, model: string) =>
-    (1000 *
-      Number(new RegExp(`${metric}_sum\\{model="${model}"\\} ([\\d.e+-]+)`).exec(metrics)?.[1])) /
-    Number(new RegExp(`${metric}_count\\{model="${model}"\\} (\\d+)`).exec(metrics)?.[1]);
-  for (const model of Object.keys(models)) {
-    console.log(
-      `${model}: per call ${meanMs('kiln_inference_seconds', model).toFixed(2)} ms forward = ${meanMs('kiln_python_handler_seconds', model).toFixed(2)} ms handler + ${meanMs('kiln_python_ipc_seconds', model).toFixed(2)} ms IPC; queue ${meanMs('kiln_queue_seconds', model).toFixed(2)} ms per request`,
-    );
-  }
+  for (const model of Object.keys(models)) console.log(await perCallSplit(server, model));
   console.log(
     `batch_size=8: ${formatSpread(spreadOf(figures.batched!))} req/s (mean batch ${meanBatch.toFixed(1)}); batch_size=1: ${formatSpread(spreadOf(figures.single!))} req/s; errors ${errors.batched} / ${errors.single}`,
   );

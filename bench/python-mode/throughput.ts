@@ -18,13 +18,15 @@ import { goalLine, machineLine, ratioSpread, formatSpread, spreadOf } from '../h
 import { alternateRounds } from '../harness/rounds.js';
 import { runLoad, type LoadResult } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
-import { startBenchServer } from './kiln-server.js';
+import { perCallSplit, startBenchServer } from './kiln-server.js';
 
 const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '6' },
     rounds: { type: 'string', default: '3' },
     workers: { type: 'string', default: '1,2' },
+    /** Connections per worker (default 2: one request running, one waiting). */
+    'concurrency-per-worker': { type: 'string', default: '2' },
   },
 });
 const seconds = Number(args.seconds);
@@ -98,6 +100,8 @@ const body = Buffer.from(
 
 interface Running {
   readonly url: string;
+  /** Where Kiln's calls spent their time (Kiln only). */
+  split?(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -108,7 +112,11 @@ async function startKiln(workers: number, threads: number): Promise<Running> {
   );
   process.env.BENCH_TORCH_THREADS = String(threads);
   const server = await startBenchServer([`resnet::Python=${dir}`], ['resnet'], 'warn');
-  return { url: server.urls.inference, stop: () => server.stop() };
+  return {
+    url: server.urls.inference,
+    split: () => perCallSplit(server, 'resnet'),
+    stop: () => server.stop(),
+  };
 }
 
 async function startUvicorn(workers: number, threads: number, port: number): Promise<Running> {
@@ -169,7 +177,7 @@ const goals: Record<number, number> = { 1: 1.0, 2: 1.3 };
 let port = 18_500 + Math.floor(Math.random() * 1000);
 for (const workers of args.workers.split(',').map(Number)) {
   const threads = Math.max(1, Math.floor(cores / workers));
-  const concurrency = 2 * workers;
+  const concurrency = Number(args['concurrency-per-worker']) * workers;
   const kiln = await startKiln(workers, threads);
   const uvicorn = await startUvicorn(workers, threads, (port += 7));
   const errors = { kiln: 0, fastapi: 0 };
@@ -205,6 +213,7 @@ for (const workers of args.workers.split(',').map(Number)) {
         { atLeast: goals[workers] ?? 1 },
       ),
     );
+    console.log(await kiln.split!());
     console.log(machineLine());
   } finally {
     await kiln.stop();
