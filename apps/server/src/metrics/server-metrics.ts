@@ -1,5 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { EventLoopDelayGauges } from './event-loop-delay.js';
 
 const LATENCY_BUCKETS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
@@ -12,6 +13,7 @@ const PYTHON_CALL_CHANNEL = 'kiln:python:call';
 /** The server's Prometheus metrics, in one registry served at GET /metrics. */
 export class ServerMetrics {
   readonly registry = new Registry();
+  private readonly eventLoopDelay: EventLoopDelayGauges;
 
   readonly requests = new Counter({
     name: 'kiln_requests_total',
@@ -77,13 +79,18 @@ export class ServerMetrics {
   });
 
   constructor() {
-    // prom-client samples the loop every 10 ms by default, and each sample is the whole
-    // interval: an idle server would report ~10 ms of lag. 1 ms reports the real delay.
+    // prom-client's loop-delay figures include its sampling interval (~10 ms on an idle
+    // server); EventLoopDelayGauges reports them without it. prom-client's own sampler cannot be
+    // turned off, so it samples once a second, unread.
     collectDefaultMetrics({
       register: this.registry,
       prefix: 'kiln_',
-      eventLoopMonitoringPrecision: 1,
+      eventLoopMonitoringPrecision: 1000,
     });
+    for (const figure of ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99']) {
+      this.registry.removeSingleMetric(`kiln_nodejs_eventloop_lag_${figure}_seconds`);
+    }
+    this.eventLoopDelay = new EventLoopDelayGauges(this.registry, 'kiln_');
     // prom-client also exports these sums as gauges named like counters, which Prometheus
     // tooling (promtool check metrics) rejects; the per-type gauges without `_total` stay.
     for (const name of ['active_handles', 'active_requests', 'active_resources']) {
@@ -92,9 +99,10 @@ export class ServerMetrics {
     subscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
   }
 
-  /** Stops listening to engines' timing channels. */
+  /** Stops listening to engines' timing channels and sampling the event loop. */
   close(): void {
     unsubscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
+    this.eventLoopDelay.close();
   }
 
   /** The Python engine publishes each call's split (no import: the engine is optional). */
