@@ -84,6 +84,8 @@ describe.skipIf(!run)('kiln serve measured by kiln-bench over HTTP', () => {
   let models: TestModels;
   let server: ChildProcessWithoutNullStreams;
   let inference: string;
+  let management: string;
+  let managementToken: string;
   let metrics: string;
 
   beforeAll(async () => {
@@ -94,6 +96,8 @@ describe.skipIf(!run)('kiln serve measured by kiln-bench over HTTP', () => {
         'serve',
         '-m',
         models.tiny,
+        '--model-store',
+        models.root,
         '--inference-address',
         'http://127.0.0.1:0',
         '--management-address',
@@ -107,13 +111,16 @@ describe.skipIf(!run)('kiln serve measured by kiln-bench over HTTP', () => {
     );
     const listening = waitFor(
       server,
-      /inference\s+(http:\/\/\S+)\n\s+management\s+\S+\n\s+metrics\s+(http:\/\/\S+)\n/,
+      /inference\s+(http:\/\/\S+)\n\s+management\s+(\S+)\n\s+metrics\s+(http:\/\/\S+)\n/,
       60_000,
     );
+    const key = waitFor(server, /management key (\S+)/, 60_000);
     const ready = waitFor(server, /model tiny READY/, 60_000);
-    const [, inferenceUrl, metricsUrl] = await listening;
+    const [, inferenceUrl, managementUrl, metricsUrl] = await listening;
     inference = inferenceUrl!;
+    management = managementUrl!;
     metrics = metricsUrl!;
+    managementToken = (await key)[1]!;
     await ready;
   });
   afterAll(async () => {
@@ -121,6 +128,20 @@ describe.skipIf(!run)('kiln serve measured by kiln-bench over HTTP', () => {
       server.kill('SIGKILL');
     }
     await models?.remove();
+  });
+
+  it('reports a model registered through the management API as it loads', async () => {
+    const reported = waitFor(
+      server,
+      /model again PENDING[^\n]*\n(?:.*\n)*?\s+model again READY/,
+      60_000,
+    );
+    const registered = await fetch(
+      `${management}/models?url=${path.basename(models.tiny)}&model_name=again`,
+      { method: 'POST', headers: { authorization: `Bearer ${managementToken}` } },
+    );
+    expect(registered.status).toBe(200);
+    await reported;
   });
 
   it('serves, is measured with the server-side split, and drains on SIGTERM', async () => {

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import type { ModelManager } from '@kiln/server';
+import type { ModelEntry, ModelManager } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 import { collect } from './repeatable-options.js';
@@ -105,33 +105,29 @@ Examples:
     });
 }
 
-/** Prints each model's state once its loading settles. */
+/** Prints each model's state as it is registered and once its loading settles. */
 function reportModels(cli: CliContext, models: ModelManager): void {
-  const seen = new Set<string>();
-  const poll = setInterval(() => {
-    for (const entry of models.list()) {
-      const key = `${entry.name}:${entry.version}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      cli.err(
-        `  model ${entry.name}${entry.version ? `:${entry.version}` : ''} ${cli.color.yellow('PENDING')} (${entry.url})`,
-      );
-      void entry.loading.then(() => {
-        if (entry.state === 'READY') {
-          const placement = entry.pool?.describe().placement;
-          const where = placement ? ` (${placement.kind}: ${placement.reason})` : '';
-          cli.err(
-            `  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms${where}`,
-          );
-        } else {
-          cli.err(
-            `  model ${entry.name} ${cli.color.red('FAILED')}: ${entry.error ?? 'unknown error'}`,
-          );
-        }
-      });
-    }
-  }, 50);
-  poll.unref();
+  const report = (entry: ModelEntry) => {
+    cli.err(
+      `  model ${entry.name}${entry.version ? `:${entry.version}` : ''} ${cli.color.yellow('PENDING')} (${entry.url})`,
+    );
+    void entry.loading.then(() => {
+      if (entry.state === 'READY') {
+        const placement = entry.pool?.describe().placement;
+        const where = placement ? ` (${placement.kind}: ${placement.reason})` : '';
+        cli.err(
+          `  model ${entry.name} ${cli.color.green('READY')} in ${Math.round(entry.loadTimeMs ?? 0)} ms${where}`,
+        );
+      } else {
+        cli.err(
+          `  model ${entry.name} ${cli.color.red('FAILED')}: ${entry.error ?? 'unknown error'}`,
+        );
+      }
+    });
+  };
+  // Those registered while the server started, then every later one (no polling timer).
+  for (const entry of models.list()) report(entry);
+  models.onRegistered(report);
 }
 
 /** The Iris demo model, trained and written once per Kiln version into the user's cache. */

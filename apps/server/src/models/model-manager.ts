@@ -47,6 +47,7 @@ export interface RegisterRequest {
 export class ModelManager {
   private readonly models = new Map<string, Map<string, ModelEntry>>();
   private readonly defaults = new Map<string, string>();
+  private readonly registrationListeners = new Set<(entry: ModelEntry) => void>();
   readonly generationMetrics: GenerationMetrics;
 
   constructor(
@@ -147,6 +148,7 @@ export class ModelManager {
           GenerativeModel.load(name, inspection, this.generationMetrics),
         )
       : this.load(entry, request, settings);
+    for (const listener of this.registrationListeners) listener(entry);
     if (options.synchronous) {
       await entry.loading;
       if (entry.state === 'FAILED')
@@ -156,6 +158,15 @@ export class ModelManager {
         );
     }
     return entry;
+  }
+
+  /**
+   * Calls `listener` with each model registered from now on, once its loading has started
+   * (`entry.loading` settles when it is READY or FAILED). Returns what stops the calls.
+   */
+  onRegistered(listener: (entry: ModelEntry) => void): () => void {
+    this.registrationListeners.add(listener);
+    return () => this.registrationListeners.delete(listener);
   }
 
   /** The version asked for, or the model's default version. */
