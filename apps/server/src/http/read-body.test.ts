@@ -54,6 +54,26 @@ describe('readBody', () => {
     socket.destroy();
   });
 
+  it('gives a body a buffer of its own, with byte alignAt on an 8-byte boundary', async () => {
+    for (const alignAt of [0, 3, 8, 13]) {
+      const { port, outcome } = await serve(async (req) => {
+        const body = await readBody(req, limits, { alignAt });
+        return {
+          text: body.toString(),
+          aligned: (body.byteOffset + alignAt) % 8 === 0,
+          own: body.buffer.byteLength === body.length + body.byteOffset,
+        };
+      });
+      const socket = await send(port, request('0123456789abcdef'));
+      expect(await outcome).toEqual({
+        value: { text: '0123456789abcdef', aligned: true, own: true },
+      });
+      socket.destroy();
+      await new Promise<void>((resolve) => server!.close(() => resolve()));
+      server = undefined;
+    }
+  });
+
   it('fails at once, not after a timeout, when the client left before the body was read', async () => {
     const { port, outcome } = await serve(async (req) => {
       await new Promise((resolve) => req.once('close', resolve));
