@@ -271,6 +271,31 @@ def handle(inputs):
     });
   });
 
+  it("starts each worker with the pool's thread budget for OpenMP (torch, numpy), unless option.env sets it", async () => {
+    const threadsHandler = `
+import os
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    return Output().add_as_json(os.environ.get("OMP_NUM_THREADS"))
+`;
+    const answer = async (model: PythonModel, intraOpThreads: number) => {
+      const context = await model.newExecutionContext({ intraOpThreads });
+      const output = await context.forward(
+        NDList.of(new Tensor('uint8', new Uint8Array([1]), [1])),
+      );
+      return JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString());
+    };
+    const budgeted = await load(threadsHandler);
+    expect(await answer(budgeted, 1)).toBe('1');
+    expect(await answer(budgeted, 3)).toBe('3');
+    await budgeted.dispose();
+    const chosen = await load(threadsHandler, {}, 'option.env=OMP_NUM_THREADS=5\n');
+    expect(await answer(chosen, 1)).toBe('5');
+    await chosen.dispose();
+  });
+
   it('imports option.entryPoint as a module when it is not a .py file, as DJL Serving does', async () => {
     const model = await load('raise RuntimeError("model.py is not the entry point")\n', {
       entryPoint: 'handlers.tiny',

@@ -7,6 +7,7 @@ import {
   KilnErrorCode,
   type Device,
   type ExecutionContext,
+  type ExecutionContextOptions,
   type Model,
   type ModelLoadRequest,
   type ServingProperties,
@@ -18,6 +19,7 @@ import { type PythonModelSettings, resolveModelSettings } from './options.js';
 import { PythonExecutionContext } from './python-execution-context.js';
 import { type RequirementsReport, prepareRequirements, venvPython } from './requirements.js';
 import { PythonServingTranslator } from './serving.js';
+import { workerEnv } from './thread-env.js';
 
 export { ENGINE_NAME };
 
@@ -92,12 +94,13 @@ export class PythonModel implements Model {
     return { name: 'python', newInstance: () => new PythonServingTranslator() };
   }
 
-  async newExecutionContext(): Promise<ExecutionContext> {
+  async newExecutionContext(options: ExecutionContextOptions = {}): Promise<ExecutionContext> {
     const context = new PythonExecutionContext(
       {
         modelName: this.name,
         modelDir: this.modelDir,
         ...this.settings,
+        env: workerEnv(this.settings.env, options.intraOpThreads),
         deviceId: this.device.type === 'gpu' ? String(this.device.id) : '-1',
         initProperties: this.initProperties,
       },
