@@ -113,7 +113,8 @@ try {
   const meanBatch =
     Number(/kiln_batch_size_sum\{model="batched"\} ([\d.e+]+)/.exec(metrics)?.[1]) /
     Number(/kiln_batch_size_count\{model="batched"\} (\d+)/.exec(metrics)?.[1]);
-  for (const model of Object.keys(models)) console.log(await perCallSplit(server, model));
+  for (const model of Object.keys(models))
+    console.log(await perCallSplit(server.urls.metrics, model));
   console.log(
     `batch_size=8: ${formatSpread(spreadOf(figures.batched!))} req/s (mean batch ${meanBatch.toFixed(1)}); batch_size=1: ${formatSpread(spreadOf(figures.single!))} req/s; errors ${errors.batched} / ${errors.single}`,
   );

@@ -38,8 +38,8 @@ export async function startBenchServer(
 }
 
 /** Where a Python model's calls spent their time, from the server's own `/metrics` (means). */
-export async function perCallSplit(server: KilnServer, model: string): Promise<string> {
-  const metrics = await (await fetch(`${server.urls.metrics}/metrics`)).text();
+export async function perCallSplit(metricsUrl: string, model: string): Promise<string> {
+  const metrics = await (await fetch(`${metricsUrl}/metrics`)).text();
   const meanMs = (metric: string) =>
     (1000 *
       Number(new RegExp(`${metric}_sum\\{model="${model}"\\} ([\\d.e+-]+)`).exec(metrics)?.[1])) /

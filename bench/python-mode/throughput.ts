@@ -3,10 +3,11 @@
  * same function (resnet_common.predict: np.load of the body, torch ResNet-18 forward, top-5 as
  * JSON) on the same random-weight ResNet-18 made here with torchvision, with the same torch
  * threads per worker (cores ÷ workers), under the same wrk load (npy body, 602 kB). Kiln runs
- * `kiln serve`'s server in this process with N Python workers; uvicorn runs `--workers N`.
- * Rounds alternate; ratios are taken within each round.
+ * as `kiln serve` in a process of its own, as installed (built JS, the bin's Node flags), with
+ * N Python workers; uvicorn runs `--workers N`. Rounds alternate; ratios are taken within each
+ * round.
  *
- *   node -C @kiln/source --import tsx bench/python-mode/throughput.ts [--seconds 6] [--rounds 3] [--workers 1,2]
+ *   node -C @kiln/source --import tsx bench/python-mode/throughput.ts [--seconds 6] [--rounds 3] [--workers 1,2] [--concurrency-per-worker 2]
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -18,7 +19,8 @@ import { goalLine, machineLine, ratioSpread, formatSpread, spreadOf } from '../h
 import { alternateRounds } from '../harness/rounds.js';
 import { runLoad, type LoadResult } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
-import { perCallSplit, startBenchServer } from './kiln-server.js';
+import { buildKilnCli, startKilnServe } from '../server/contenders.js';
+import { perCallSplit } from './kiln-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -105,18 +107,16 @@ interface Running {
   stop(): Promise<void>;
 }
 
-async function startKiln(workers: number, threads: number): Promise<Running> {
+/** `kiln serve` in a child process, as installed (built JS, the bin's Node flags). */
+async function startKiln(workers: number, threads: number, port: number): Promise<Running> {
   fs.writeFileSync(
     path.join(dir, 'serving.properties'),
     `engine=Python\noption.pythonExecutable=${PYTHON}\nminWorkers=${workers}\nmaxWorkers=${workers}\nbatch_size=1\n`,
   );
-  process.env.BENCH_TORCH_THREADS = String(threads);
-  const server = await startBenchServer([`resnet::Python=${dir}`], ['resnet'], 'warn');
-  return {
-    url: server.urls.inference,
-    split: () => perCallSplit(server, 'resnet'),
-    stop: () => server.stop(),
-  };
+  const server = await startKilnServe('resnet', dir, port, [], {
+    BENCH_TORCH_THREADS: String(threads),
+  });
+  return { ...server, split: () => perCallSplit(`http://127.0.0.1:${port + 2}`, 'resnet') };
 }
 
 async function startUvicorn(workers: number, threads: number, port: number): Promise<Running> {
@@ -169,6 +169,7 @@ async function load(url: string, concurrency: number): Promise<LoadResult> {
   return wrkAvailable() ? runWrk(options) : runLoad(options);
 }
 
+buildKilnCli();
 console.log(machineLine());
 console.log(
   `client: ${wrkAvailable() ? 'wrk (one thread)' : 'Node http'}; body: npy float32 [1,3,224,224] (${body.length} B); ${seconds} s per round, ${rounds} rounds + 1 warm-up`,
@@ -178,7 +179,7 @@ let port = 18_500 + Math.floor(Math.random() * 1000);
 for (const workers of args.workers.split(',').map(Number)) {
   const threads = Math.max(1, Math.floor(cores / workers));
   const concurrency = Number(args['concurrency-per-worker']) * workers;
-  const kiln = await startKiln(workers, threads);
+  const kiln = await startKiln(workers, threads, (port += 7));
   const uvicorn = await startUvicorn(workers, threads, (port += 7));
   const errors = { kiln: 0, fastapi: 0 };
   try {

@@ -122,17 +122,27 @@ export function spawnKiln(
  * `kiln serve` in a child process, as a user would run it — built JS; call `buildKilnCli`
  * first (`extraArgs`: more flags).
  */
-export async function startKiln(
+export function startKiln(
   workload: Workload,
   port: number,
   extraArgs: readonly string[] = [],
   env: Readonly<Record<string, string>> = {},
 ): Promise<RunningServer> {
-  const child = spawnKiln(
-    KILN_BUILT,
-    [...kilnServeArgs(workload.modelName, workload.modelDir, port), ...extraArgs],
-    { stdio: ['ignore', 'pipe', 'pipe'], env },
-  );
+  return startKilnServe(workload.modelName, workload.modelDir, port, extraArgs, env);
+}
+
+/** `kiln serve` of one model folder, as startKiln; resolves once the model is READY. */
+export async function startKilnServe(
+  model: string,
+  modelDir: string,
+  port: number,
+  extraArgs: readonly string[] = [],
+  env: Readonly<Record<string, string>> = {},
+): Promise<RunningServer> {
+  const child = spawnKiln(KILN_BUILT, [...kilnServeArgs(model, modelDir, port), ...extraArgs], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env,
+  });
   const ready = await waitForOutput(child, /READY/, /FAILED|error:/);
   // The CLI's line names where the model runs: `READY in 80 ms (inline: …)`.
   const placement = /\((thread|inline): (.*)\)\s*$/.exec(ready);
