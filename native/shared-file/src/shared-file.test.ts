@@ -10,9 +10,8 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { Worker } from 'node:worker_threads';
+import { collectGarbage } from '@kiln/testing';
 import { afterAll, describe, expect, it } from 'vitest';
 import { addonCandidates, loadAddonFrom, loadSharedFileAddon } from './index.js';
 
@@ -27,17 +26,6 @@ function file(name: string, bytes: Uint8Array): string {
 }
 
 const pattern = (n: number) => Uint8Array.from({ length: n }, (_, i) => (i * 7) % 251);
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-/** Collects until the finalizers of dropped ArrayBuffers have given their mappings back. */
-async function collect(): Promise<void> {
-  for (let i = 0; i < 5; i++) {
-    gc();
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 describe.skipIf(load.problem !== undefined)('kiln_shared_file', () => {
   const addon = load.addon!;
@@ -63,7 +51,7 @@ describe.skipIf(load.problem !== undefined)('kiln_shared_file', () => {
     expect(new Uint8Array(addon.find('gone')!)).toEqual(pattern(4096));
     expect(new Uint8Array(held)[4095]).toBe(pattern(4096)[4095]);
     held = undefined;
-    await collect();
+    await collectGarbage();
     expect(addon.find('gone')).toBeUndefined();
     expect(addon.stats().mappings).toBe(0);
   });

@@ -1,28 +1,16 @@
 import { cp, mkdtemp, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
-import { runInNewContext } from 'node:vm';
 import { NDList, Tensor } from '@kiln/core';
 import { type ResnetModel, resnetModel } from '@kiln/model-tools';
 import { loadSharedFileAddon } from '@kiln/shared-file-native';
-import { checkEngine } from '@kiln/testing';
+import { checkEngine, collectGarbage } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeOrt } from './probe.js';
 import { loadOrtModel } from './test-support/load.js';
 
 const ort = await checkEngine('OnnxRuntime', probeOrt);
 const addon = loadSharedFileAddon();
-
-setFlagsFromString('--expose-gc');
-const gc = runInNewContext('gc') as () => void;
-
-async function collect(): Promise<void> {
-  for (let i = 0; i < 5; i++) {
-    gc();
-    await new Promise((resolve) => setImmediate(resolve));
-  }
-}
 
 /**
  * Resident bytes counted page by page: the kernel's running total (what `process.memoryUsage`
@@ -74,7 +62,7 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
 
     // Garbage is collected before every reading: a collection in between would hide growth.
     const settledRss = async () => {
-      await collect();
+      await collectGarbage();
       return exactRss();
     };
     const before = await settledRss();
@@ -110,7 +98,7 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     expect(addon.addon!.stats().mappings).toBe(2);
     await first.dispose();
     await second.dispose();
-    await collect();
+    await collectGarbage();
     expect(addon.addon!.stats().mappings).toBe(0);
   });
 
@@ -122,13 +110,13 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     expect(ort).toMatch(/^[0-9a-f]{16}-[0-9a-f]{32}\.ort$/);
     expect(json).toBe(ort!.replace(/\.ort$/, '.json'));
     await first.dispose();
-    await collect();
+    await collectGarbage();
 
     // As after a restart: no mapping alive, the entry opened without optimizing.
     const again = await loadOrtModel(resnet.dir, cache(folder));
     expect(again.describe().weights).toMatchObject({ shared: true, cache: 'hit' });
     await again.dispose();
-    await collect();
+    await collectGarbage();
 
     // A file some process left half-written an hour ago goes at the next store; a fresh one stays.
     const abandoned = join(root, folder, '.abandoned.123.partial');
@@ -153,13 +141,13 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     expect(await entries(folder)).toContain('.fresh.456.partial');
     expect(await entries(folder)).not.toContain('.abandoned.123.partial');
     await changed.dispose();
-    await collect();
+    await collectGarbage();
   });
 
   it('opens a damaged cache entry as a private copy and optimizes again next time', async () => {
     const folder = 'damaged';
     await (await loadOrtModel(resnet.dir, cache(folder))).dispose();
-    await collect();
+    await collectGarbage();
     const ort = (await entries(folder)).find((name) => name.endsWith('.ort'))!;
     await writeFile(join(root, folder, ort), 'not a model');
     const damaged = await loadOrtModel(resnet.dir, cache(folder));
@@ -171,11 +159,11 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     const answer = await (await damaged.newExecutionContext()).forward(input);
     expect(answer.get(0).shape).toEqual([1, 10]);
     await damaged.dispose();
-    await collect();
+    await collectGarbage();
     const mended = await loadOrtModel(resnet.dir, cache(folder));
     expect(mended.describe().weights).toMatchObject({ shared: true, cache: 'stored' });
     await mended.dispose();
-    await collect();
+    await collectGarbage();
   });
 
   it('shares for the process alone where the cache folder cannot be written, or is off', async () => {
@@ -188,7 +176,7 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
       cache: expect.stringMatching(/^not stored: /),
     });
     await unwritable.dispose();
-    await collect();
+    await collectGarbage();
     const off = await loadOrtModel(resnet.dir, { optimizedModelCache: 'false' });
     expect(off.describe().weights).toMatchObject({ shared: true, cache: 'off' });
     await off.dispose();

@@ -5,3 +5,4 @@ export { onnxConformanceFixtures } from './fixtures/onnx.js';
 export * from './fixtures/tfjs.js';
 export * from './fixtures/torchscript.js';
 export * from './fixtures/dlr.js';
+export * from './collect-garbage.js';
