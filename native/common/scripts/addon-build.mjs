@@ -92,6 +92,40 @@ export function addonBuild({ packageDir, addonFile, label }) {
       );
     },
 
+    /** Finishes at once (not under --force) when `variable` is `1`: the user skips the build. */
+    skipIfAsked(variable, what) {
+      if (!force && process.env[variable] === '1')
+        this.finish(0, `${variable}=1: not building ${what}`);
+    },
+
+    /**
+     * Builds `what` from source with `cmake-js build` and finishes: built, or why not (the tools
+     * missing here plus `missing`, or the build's failure) followed by `unavailable`, what goes
+     * without the addon. `packageName` names the rebuild that fixes a missing tool.
+     */
+    buildFromSource({ what, unavailable, packageName, missing = [] }) {
+      const lacking = [...this.missingBuildTools(), ...missing];
+      if (lacking.length > 0) {
+        const reason = `cannot build ${what}: missing ${lacking.join(' and ')}`;
+        this.report('skipped', { reason });
+        this.finish(
+          1,
+          `${reason}; ${unavailable} until \`npm rebuild ${packageName} --foreground-scripts\` succeeds`,
+        );
+      }
+      console.log(`[${label}] building ${what}, ${jobs} jobs`);
+      const result = this.cmakeJs('build', ['--parallel', jobs]);
+      if (result.status !== 0 || !existsSync(addonPath)) {
+        const reason = result.error
+          ? result.error.message
+          : `cmake-js exited with ${result.status}`;
+        this.report('failed', { reason });
+        this.finish(1, `building ${what} failed (${reason}); ${unavailable}`);
+      }
+      this.report('built', { addon: addonPath });
+      this.finish(0, `built ${addonPath}`);
+    },
+
     /** Runs `cmake-js <command>` on the package, the shared helpers' folder defined. */
     cmakeJs(command, extraArgs = []) {
       // cmake-js as the package sees it (its devDependency), wherever npm placed it.

@@ -29,33 +29,17 @@ const build = addonBuild({
   addonFile: 'kiln_dlr.node',
   label: 'kiln-dlr',
 });
-const { addonPath, force, jobs, report, finish } = build;
+const { addonPath, force, finish } = build;
 
-if (!force && process.env.KILN_DLR_SKIP_BUILD === '1') {
-  finish(0, 'KILN_DLR_SKIP_BUILD=1: not building the DLR addon');
-}
+build.skipIfAsked('KILN_DLR_SKIP_BUILD', 'the DLR addon');
 
 if (!force && build.upToDate()) finish(0, `addon is up to date (${addonPath})`);
 
 // The prebuilt addon needs no DLR to load (libdlr is opened at run time): use it when it loads.
 build.usePrebuiltIfItLoads(process.env.KILN_DLR_PREBUILDS || undefined);
 
-const missing = build.missingBuildTools();
-if (missing.length > 0) {
-  const reason = `cannot build the DLR addon: missing ${missing.join(' and ')}`;
-  report('skipped', { reason });
-  finish(
-    1,
-    `${reason}; the DLR engine will be unavailable until \`npm rebuild @kiln/dlr-native --foreground-scripts\` succeeds`,
-  );
-}
-
-console.log(`[kiln-dlr] building the DLR addon, ${jobs} jobs`);
-const result = build.cmakeJs('build', ['--parallel', jobs]);
-if (result.status !== 0 || !existsSync(addonPath)) {
-  const reason = result.error ? result.error.message : `cmake-js exited with ${result.status}`;
-  report('failed', { reason });
-  finish(1, `building the DLR addon failed (${reason}); the DLR engine will be unavailable`);
-}
-report('built', { addon: addonPath });
-finish(0, `built ${addonPath}`);
+build.buildFromSource({
+  what: 'the DLR addon',
+  unavailable: 'the DLR engine will be unavailable',
+  packageName: '@kiln/dlr-native',
+});

@@ -32,9 +32,7 @@ const build = addonBuild({
 });
 const { addonPath, force, jobs, report, finish } = build;
 
-if (!force && process.env.KILN_LIBTORCH_SKIP_BUILD === '1') {
-  finish(0, 'KILN_LIBTORCH_SKIP_BUILD=1: not building the LibTorch addon');
-}
+build.skipIfAsked('KILN_LIBTORCH_SKIP_BUILD', 'the LibTorch addon');
 
 // A LibTorch named explicitly is built against; otherwise a prebuilt addon that loads here
 // (its LibTorch libraries present) is used as it is.

@@ -29,11 +29,9 @@ const build = addonBuild({
   addonFile: 'kiln_shared_file.node',
   label: 'kiln-shared-file',
 });
-const { addonPath, force, jobs, report, finish } = build;
+const { addonPath, force, finish } = build;
 
-if (!force && process.env.KILN_SHARED_FILE_SKIP_BUILD === '1') {
-  finish(0, 'KILN_SHARED_FILE_SKIP_BUILD=1: not building the shared-file addon');
-}
+build.skipIfAsked('KILN_SHARED_FILE_SKIP_BUILD', 'the shared-file addon');
 
 if (!force && build.upToDate()) finish(0, `addon is up to date (${addonPath})`);
 
@@ -41,33 +39,18 @@ build.usePrebuiltIfItLoads(process.env.KILN_SHARED_FILE_PREBUILDS || undefined);
 
 // The published package carries prebuilt addons and no build tools: installing it adds no
 // other package. Building elsewhere needs cmake-js and node-addon-api installed beside it.
-const missing = build.missingBuildTools();
 const require = createRequire(join(packageDir, 'package.json'));
-for (const tool of ['cmake-js', 'node-addon-api']) {
+const missingPackages = ['cmake-js', 'node-addon-api'].flatMap((tool) => {
   try {
     require.resolve(`${tool}/package.json`);
+    return [];
   } catch {
-    missing.push(`the ${tool} package (npm install --no-save cmake-js node-addon-api)`);
+    return [`the ${tool} package (npm install --no-save cmake-js node-addon-api)`];
   }
-}
-if (missing.length > 0) {
-  const reason = `cannot build the shared-file addon: missing ${missing.join(' and ')}`;
-  report('skipped', { reason });
-  finish(
-    1,
-    `${reason}; worker threads will each hold their own copy of a model's bytes until \`npm rebuild @kiln/shared-file-native --foreground-scripts\` succeeds`,
-  );
-}
-
-console.log(`[kiln-shared-file] building the shared-file addon, ${jobs} jobs`);
-const result = build.cmakeJs('build', ['--parallel', jobs]);
-if (result.status !== 0 || !existsSync(addonPath)) {
-  const reason = result.error ? result.error.message : `cmake-js exited with ${result.status}`;
-  report('failed', { reason });
-  finish(
-    1,
-    `building the shared-file addon failed (${reason}); worker threads will each hold their own copy of a model's bytes`,
-  );
-}
-report('built', { addon: addonPath });
-finish(0, `built ${addonPath}`);
+});
+build.buildFromSource({
+  what: 'the shared-file addon',
+  unavailable: "worker threads will each hold their own copy of a model's bytes",
+  packageName: '@kiln/shared-file-native',
+  missing: missingPackages,
+});
