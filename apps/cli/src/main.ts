@@ -76,4 +76,6 @@ if (isMain) {
   const code = await runKiln(process.argv.slice(2));
   // serve keeps running through its listeners; other commands end here.
   if (code !== 0 || !process.argv.slice(2).includes('serve')) process.exitCode = code;
+  // An ingress process that failed to start: its channel to the primary would keep it alive.
+  if (code !== 0 && process.connected) process.disconnect();
 }

@@ -9,6 +9,8 @@ import { KilnError, KilnErrorCode } from '@kiln/core';
 import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server-config.js';
 import { accessLog } from './http/access-log.js';
 import type { GrpcListener } from './grpc/grpc-listener.js';
+import type { IngressPeer } from './cluster/ingress-peer.js';
+import { applyManagementOp } from './cluster/management-ops.js';
 import { errorMiddleware } from './http/error-middleware.js';
 import { fastPredictions } from './http/fast-predictions.js';
 import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
@@ -41,6 +43,11 @@ export interface StartServerOptions {
   /** Engine packages to serve with (default: every Kiln engine that is installed). */
   readonly engineModules?: readonly string[];
   readonly logger?: Logger;
+  /**
+   * Set in each ingress process of `ingress_processes`: management calls are applied in every
+   * process through the primary, and /metrics sums every process's metrics.
+   */
+  readonly ingress?: IngressPeer;
 }
 
 export interface ListenerInfo {
@@ -73,6 +80,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   const managementKey = config.disableTokenAuthorization
     ? undefined
     : resolveManagementKey(config.managementToken, config.keyFile);
+  const { ingress } = options;
   const server: ServerContext = {
     config,
     models,
@@ -81,6 +89,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     version: SERVER_VERSION,
     accepting: true,
     startupRegistered: false,
+    manage: ingress ? (op) => ingress.manage(op) : (op) => applyManagementOp(models, op),
   };
   const errorOptions = { overloadStatus: config.overloadStatus, retryAfterS: config.retryAfterS };
 
@@ -120,13 +129,28 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   metricsApp.use(errorMiddleware(errorOptions, log));
   metricsApp.use(hostGuard(config.metricsAddress, config));
   const metricsRouter = new Router();
-  metricsRouter.get('/metrics', async (ctx) => {
+  const samplePools = () =>
     sampleGauges(
       metrics,
       models
         .list()
         .flatMap((e) => (e.pool ? [[e.name, e.pool] as [string, NonNullable<typeof e.pool>]] : [])),
     );
+  ingress?.attach({
+    models,
+    metricsJson: () => {
+      samplePools();
+      return metrics.registry.getMetricsAsJSON();
+    },
+  });
+  metricsRouter.get('/metrics', async (ctx) => {
+    if (ingress) {
+      const { contentType, body } = await ingress.metricsText();
+      ctx.type = contentType;
+      ctx.body = body;
+      return;
+    }
+    samplePools();
     ctx.type = metrics.registry.contentType;
     ctx.body = await metrics.registry.metrics();
   });
@@ -167,6 +191,41 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     return `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
   };
 
+  // Registered one after another (loading still runs in the background), so that the first
+  // version given for a name is its default, whatever order the inspections finish in.
+  const startup = [...startupModels(config), ...(options.models ?? [])];
+  const registerStartupModels = async () => {
+    for (const url of startup) {
+      try {
+        const entry = await models.register({ url });
+        void entry.loading.then(() =>
+          entry.state === 'READY'
+            ? log.info(
+                {
+                  model: entry.name,
+                  version: entry.version,
+                  ms: Math.round(entry.loadTimeMs ?? 0),
+                  ...placementOf(entry),
+                },
+                'model ready',
+              )
+            : log.error({ model: entry.name, error: entry.error }, 'model failed to load'),
+        );
+      } catch (error) {
+        log.error(
+          { url, error: error instanceof Error ? error.message : String(error) },
+          'model not registered',
+        );
+      }
+    }
+    server.startupRegistered = true;
+  };
+  if (ingress) {
+    // An ingress process listens once it serves what the others serve.
+    await registerStartupModels();
+    await ingress.ready();
+  }
+
   let urls: ListenerInfo;
   let grpc: GrpcListener | undefined;
   try {
@@ -193,39 +252,12 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     },
     'listening',
   );
+  ingress?.listening(urls);
   if (managementKey?.keyFile)
     log.info({ keyFile: managementKey.keyFile }, 'management key written');
-  else if (!managementKey) log.warn('management API token authorization is disabled');
+  else if (!managementKey && !ingress) log.warn('management API token authorization is disabled');
 
-  // Registered one after another (loading still runs in the background), so that the first
-  // version given for a name is its default, whatever order the inspections finish in.
-  const startup = [...startupModels(config), ...(options.models ?? [])];
-  void (async () => {
-    for (const url of startup) {
-      try {
-        const entry = await models.register({ url });
-        void entry.loading.then(() =>
-          entry.state === 'READY'
-            ? log.info(
-                {
-                  model: entry.name,
-                  version: entry.version,
-                  ms: Math.round(entry.loadTimeMs ?? 0),
-                  ...placementOf(entry),
-                },
-                'model ready',
-              )
-            : log.error({ model: entry.name, error: entry.error }, 'model failed to load'),
-        );
-      } catch (error) {
-        log.error(
-          { url, error: error instanceof Error ? error.message : String(error) },
-          'model not registered',
-        );
-      }
-    }
-    server.startupRegistered = true;
-  })();
+  if (!ingress) void registerStartupModels();
 
   let stopping: Promise<void> | undefined;
   return {

@@ -9,35 +9,9 @@ import {
   kiln,
   runBinary,
 } from '../test-support/run-binary.js';
+import { waitFor } from '../test-support/wait-for-output.js';
 
 const run = await ortAvailable();
-
-/** Waits until the child's output matches, or fails after `ms`. */
-function waitFor(
-  child: ChildProcessWithoutNullStreams,
-  pattern: RegExp,
-  ms: number,
-): Promise<RegExpMatchArray> {
-  return new Promise((resolve, reject) => {
-    let seen = '';
-    const timer = setTimeout(
-      () => reject(new Error(`no ${pattern} within ${ms} ms; output so far:\n${seen}`)),
-      ms,
-    );
-    const look = (chunk: Buffer) => {
-      seen += chunk.toString();
-      const match = seen.match(pattern);
-      if (match) {
-        clearTimeout(timer);
-        resolve(match);
-      }
-    };
-    // The banner and model states are on stderr; stdout carries JSON log lines, drained so
-    // that the server never blocks on a full pipe.
-    child.stdout.on('data', () => undefined);
-    child.stderr.on('data', look);
-  });
-}
 
 describe.skipIf(!run).concurrent('kiln predict', () => {
   let models: TestModels;

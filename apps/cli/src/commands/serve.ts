@@ -1,6 +1,14 @@
 import path from 'node:path';
 import type { Command } from 'commander';
-import type { ModelEntry, ModelManager } from '@kiln/server';
+import type { Logger } from 'pino';
+import type * as ServerExports from '@kiln/server';
+import type {
+  ListenerInfo,
+  ManagementKey,
+  ModelEntry,
+  ModelManager,
+  ServerConfig,
+} from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
 import { collect } from './repeatable-options.js';
@@ -14,6 +22,7 @@ interface ServeOptions {
   managementAddress?: string;
   metricsAddress?: string;
   grpcAddress?: string;
+  ingressProcesses?: string;
   model_dir?: string;
   model_name?: string;
 }
@@ -40,6 +49,10 @@ export function registerServe(program: Command, cli: CliContext): void {
     .option('--management-address <url>', 'e.g. http://127.0.0.1:8081')
     .option('--metrics-address <url>', 'e.g. http://127.0.0.1:8082')
     .option('--grpc-address <host:port>', 'v2 gRPC listener, e.g. 127.0.0.1:8085 (off by default)')
+    .option(
+      '--ingress-processes <n>',
+      'server processes sharing the listeners, each serving every model (default 1)',
+    )
     .addHelpText(
       'after',
       `
@@ -48,6 +61,7 @@ Examples:
   kiln serve -m resnet::OnnxRuntime=file:///models/resnet18 -m mlp=./models/mlp.zip
   kiln serve -s ./model-store -f config.properties
   kiln serve --model_dir /mnt/models --model_name resnet --grpc-address 0.0.0.0:8081
+  kiln serve -m mlp=./models/mlp --ingress-processes 2
   KILN_INFERENCE_ADDRESS=http://0.0.0.0:8080 kiln serve -s ./model-store`,
     )
     .action(async (options: ServeOptions) => {
@@ -59,11 +73,8 @@ Examples:
       else if (options.model_name) throw new UsageError('--model_name needs --model_dir');
       if (options.demo) models.push(`iris=${await ensureDemoModel(cli)}`);
       // Loaded here rather than at the top, so that the other commands do not pay for them.
-      const [{ pino }, { loadServerConfig, startKilnServer }] = await Promise.all([
-        import('pino'),
-        import('@kiln/server'),
-      ]);
-      const config = loadServerConfig({
+      const [{ pino }, server] = await Promise.all([import('pino'), import('@kiln/server')]);
+      const config = server.loadServerConfig({
         ...(options.configFile ? { file: options.configFile } : {}),
         overrides: {
           model_store: options.modelStore,
@@ -71,38 +82,101 @@ Examples:
           management_address: options.managementAddress,
           metrics_address: options.metricsAddress,
           grpc_address: options.grpcAddress,
+          ingress_processes: options.ingressProcesses,
         },
       });
       // stdout carries the JSON log lines (access log included) and nothing else, so that it
       // stays machine-readable; what people read goes to stderr.
       const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'info' });
-      const server = await startKilnServer({ config, models, logger });
-      cli.err(`${cli.color.bold('Kiln')} is serving`);
-      cli.err(`  inference   ${server.urls.inference}`);
-      cli.err(`  management  ${server.urls.management}`);
-      cli.err(`  metrics     ${server.urls.metrics}/metrics`);
-      if (server.urls.grpc) cli.err(`  grpc        ${server.urls.grpc}`);
-      const key = server.managementKey;
-      if (key?.keyFile) {
-        cli.err(`  management key ${key.token} (in ${key.keyFile})`);
-        cli.err(
-          `    curl -H "Authorization: Bearer ${key.token}" ${server.urls.management}/models`,
-        );
-      } else if (!key) {
-        cli.err(
-          `  management key ${cli.color.yellow('disabled')} (disable_token_authorization=true)`,
-        );
+      const ingress = server.IngressPeer.ofThisProcess();
+      if (config.ingressProcesses > 1 && !ingress) {
+        await servePrimary(cli, server, config, logger);
+        return;
       }
-      reportModels(cli, server.models);
+      const kiln = await server.startKilnServer({
+        config,
+        models,
+        logger: ingress ? logger.child({ ingress: ingress.index }) : logger,
+        ...(ingress ? { ingress } : {}),
+      });
+      if (ingress) {
+        // The primary prints the addresses; the first process reports the models.
+        if (ingress.index === 0) reportModels(cli, kiln.models);
+        ingress.onStop(() => void kiln.stop().then(() => process.exit(0)));
+        // A terminal's Ctrl-C reaches every process of the group: the primary stops them all.
+        process.on('SIGINT', () => undefined);
+        return;
+      }
+      printBanner(cli, kiln.urls, kiln.managementKey);
+      reportModels(cli, kiln.models);
       const stop = async (signal: string) => {
         cli.err(`${signal}: draining in-flight requests…`);
-        await server.stop();
+        await kiln.stop();
         cli.err('stopped');
         process.exit(0);
       };
       process.once('SIGTERM', () => void stop('SIGTERM'));
       process.once('SIGINT', () => void stop('SIGINT'));
     });
+}
+
+type ServerModule = typeof ServerExports;
+
+/**
+ * `ingress_processes` > 1: this process starts the ingress processes (each runs this command
+ * again as a server) and keeps them running; it serves nothing itself.
+ */
+async function servePrimary(
+  cli: CliContext,
+  server: ServerModule,
+  config: ServerConfig,
+  logger: Logger,
+): Promise<void> {
+  // One key for every process: each would otherwise generate its own.
+  const key = config.disableTokenAuthorization
+    ? undefined
+    : server.resolveManagementKey(config.managementToken, config.keyFile);
+  const primary = server.startIngressPrimary({
+    processes: config.ingressProcesses,
+    log: logger,
+    shutdownTimeoutMs: config.shutdownTimeoutMs,
+    ...(key ? { env: { [server.envKeyFor('management_token')]: key.token } } : {}),
+  });
+  const stop = async (signal: string) => {
+    cli.err(`${signal}: draining in-flight requests…`);
+    await primary.stop();
+    cli.err('stopped');
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void stop('SIGTERM'));
+  process.once('SIGINT', () => void stop('SIGINT'));
+  const urls = await primary.listening;
+  printBanner(cli, urls, key, config.ingressProcesses);
+}
+
+function printBanner(
+  cli: CliContext,
+  urls: ListenerInfo,
+  key: ManagementKey | undefined,
+  processes = 1,
+): void {
+  const lines = [
+    `${cli.color.bold('Kiln')} is serving${processes > 1 ? ` (${processes} ingress processes)` : ''}`,
+    `  inference   ${urls.inference}`,
+    `  management  ${urls.management}`,
+    `  metrics     ${urls.metrics}/metrics`,
+  ];
+  if (urls.grpc) lines.push(`  grpc        ${urls.grpc}`);
+  if (key?.keyFile) {
+    lines.push(`  management key ${key.token} (in ${key.keyFile})`);
+    lines.push(`    curl -H "Authorization: Bearer ${key.token}" ${urls.management}/models`);
+  } else if (!key) {
+    lines.push(
+      `  management key ${cli.color.yellow('disabled')} (disable_token_authorization=true)`,
+    );
+  }
+  // One write: other processes' lines (model states) cannot land in the middle.
+  cli.err(lines.join('\n'));
 }
 
 /** Prints each model's state as it is registered and once its loading settles. */

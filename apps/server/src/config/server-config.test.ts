@@ -36,6 +36,18 @@ describe('loadServerConfig', () => {
     ).toBe(0);
   });
 
+  it('serves from one process unless ingress_processes asks for more (at most 4 per core)', () => {
+    expect(loadServerConfig({ env: {} }).ingressProcesses).toBe(1);
+    expect(loadServerConfig({ env: { KILN_INGRESS_PROCESSES: '2' } }).ingressProcesses).toBe(2);
+    expect(() => loadServerConfig({ env: {}, overrides: { ingress_processes: '0' } })).toThrow(
+      /ingress_processes=0 must be an integer ≥ 1/,
+    );
+    const tooMany = String(4 * os.availableParallelism() + 1);
+    expect(() => loadServerConfig({ env: {}, overrides: { ingress_processes: tooMany } })).toThrow(
+      /more than 4 per core/,
+    );
+  });
+
   it('layers defaults < file < KILN_* environment < overrides', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-config-'));
     const file = path.join(dir, 'config.properties');

@@ -63,6 +63,11 @@ export interface ServerConfig {
   readonly eventLoopTurnBudgetMs: number;
   /** Grace period for draining on SIGTERM, ms. */
   readonly shutdownTimeoutMs: number;
+  /**
+   * `ingress_processes`: server processes sharing the listeners (Node's cluster), each serving
+   * every model with its share of the cores; 1 = this process serves alone.
+   */
+  readonly ingressProcesses: number;
   /** Defaults for every model; a model's serving.properties overrides them. */
   readonly modelDefaults: Pick<
     ServingProperties,
@@ -114,6 +119,7 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   enable_access_log: 'true',
   event_loop_turn_budget_ms: '1',
   shutdown_timeout: '30000',
+  ingress_processes: '1',
   job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
   batch_size: '',
   auto_batch_size: '32',
@@ -236,6 +242,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     accessLog: raw.enable_access_log !== 'false',
     eventLoopTurnBudgetMs: int('event_loop_turn_budget_ms'),
     shutdownTimeoutMs: int('shutdown_timeout'),
+    ingressProcesses: ingressProcesses(int('ingress_processes', 1)),
     modelDefaults: {
       jobQueueSize: int('job_queue_size', 1),
       batchSize: optionalInt('batch_size', 1),
@@ -248,6 +255,17 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       maxWorkers: optionalInt('max_workers'),
     },
   };
+}
+
+/** Past a few processes per core, more only cost memory and context switches. */
+function ingressProcesses(count: number): number {
+  const most = 4 * os.availableParallelism();
+  if (count > most)
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `ingress_processes=${count} is more than 4 per core (${most} here)`,
+    );
+  return count;
 }
 
 export interface ListenAddress {

@@ -35,6 +35,8 @@ export class EventLoopDelayGauges {
         name: `${prefix}nodejs_eventloop_lag_${figure}_seconds`,
         help: `The ${figure} event loop delay since the last scrape, in seconds (sampled every ${SAMPLE_INTERVAL_MS} ms).`,
         registers: [registry],
+        // Several ingress processes report the worst one's loop.
+        aggregator: 'max',
         ...(collect ? { collect } : {}),
       });
       gauges.set(figure, made);

@@ -70,11 +70,19 @@ export class ServerMetrics {
     help: 'Time the last load of a model took',
     labelNames: ['model'] as const,
     registers: [this.registry],
+    aggregator: 'max',
   });
   readonly modelStatus = new Gauge({
     name: 'kiln_model_ready',
     help: '1 when a model serves, 0 while it loads or after it failed',
     labelNames: ['model'] as const,
+    registers: [this.registry],
+    // With several ingress processes: ready only where every process serves it.
+    aggregator: 'min',
+  });
+  readonly ingressProcesses = new Gauge({
+    name: 'kiln_ingress_processes',
+    help: 'Server processes answering on the listeners (summed over ingress_processes)',
     registers: [this.registry],
   });
 
@@ -97,6 +105,7 @@ export class ServerMetrics {
       this.registry.removeSingleMetric(`kiln_nodejs_${name}_total`);
     }
     subscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
+    this.ingressProcesses.set(1);
   }
 
   /** Stops listening to engines' timing channels and sampling the event loop. */

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import { fileURLToPath } from 'node:url';
 import {
   KilnError,
@@ -389,7 +390,12 @@ export class ModelManager {
 
   private configDefaults(): WorkerPoolSettingsInput {
     const d = this.config.modelDefaults;
+    const processes = this.config.ingressProcesses;
     return {
+      // Each ingress process budgets its share of the cores for its models' threads.
+      ...(processes > 1
+        ? { cores: Math.max(1, Math.floor(os.availableParallelism() / processes)) }
+        : {}),
       ...(d.batchSize === undefined ? {} : { batchSize: d.batchSize }),
       maxBatchDelayMs: d.maxBatchDelayMs,
       jobQueueSize: d.jobQueueSize,

@@ -18,8 +18,9 @@ export function managementRoutes(server: ServerContext): Router {
       allowedUrls: server.config.allowedUrls,
     });
     const synchronous = flag(ctx, 'synchronous', true);
-    const entry = await server.models.register(
-      {
+    const { name } = await server.manage({
+      kind: 'register',
+      request: {
         // The checked location, so that relative store paths and links resolve as they were checked.
         url: formatModelUrl({ ...parsed, url: location.path }),
         root: location.root,
@@ -32,13 +33,13 @@ export function managementRoutes(server: ServerContext): Router {
         ...optional('maxWorkers', int(ctx, 'max_worker', 0)),
         ...optional('jobQueueSize', int(ctx, 'job_queue_size', 1)),
       },
-      { synchronous },
-    );
+      synchronous,
+    });
     ctx.status = synchronous ? 200 : 202;
     ctx.body = {
       status: synchronous
-        ? `Model "${entry.name}" registered.`
-        : `Model "${entry.name}" registration scheduled.`,
+        ? `Model "${name}" registered.`
+        : `Model "${name}" registration scheduled.`,
     };
   });
 
@@ -72,21 +73,35 @@ export function managementRoutes(server: ServerContext): Router {
       ...optional('minWorkers', int(ctx, 'min_worker', 0)),
       ...optional('maxWorkers', int(ctx, 'max_worker', 0)),
     };
-    await server.models.scale(ctx.params.model!, ctx.params.version, limits, synchronous);
+    await server.manage({
+      kind: 'scale',
+      name: ctx.params.model!,
+      version: ctx.params.version,
+      limits,
+      synchronous,
+    });
     ctx.status = synchronous ? 200 : 202;
     ctx.body = { status: synchronous ? 'Workers scaled.' : 'Processing worker updates...' };
   };
   router.put('/models/:model', scale);
   router.put('/models/:model/:version', scale);
-  router.put('/models/:model/:version/set-default', (ctx) => {
-    server.models.setDefault(ctx.params.model!, ctx.params.version!);
+  router.put('/models/:model/:version/set-default', async (ctx) => {
+    await server.manage({
+      kind: 'set-default',
+      name: ctx.params.model!,
+      version: ctx.params.version!,
+    });
     ctx.body = { status: `Default version of "${ctx.params.model}" is now ${ctx.params.version}.` };
   });
 
   const unregister = async (ctx: Context) => {
-    const removed = await server.models.unregister(ctx.params.model!, ctx.params.version);
+    const { removed = 0 } = await server.manage({
+      kind: 'unregister',
+      name: ctx.params.model!,
+      version: ctx.params.version,
+    });
     ctx.body = {
-      status: `Model "${ctx.params.model}" unregistered (${removed.length} version${removed.length === 1 ? '' : 's'}).`,
+      status: `Model "${ctx.params.model}" unregistered (${removed} version${removed === 1 ? '' : 's'}).`,
     };
   };
   router.delete('/models/:model', unregister);

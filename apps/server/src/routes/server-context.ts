@@ -3,6 +3,7 @@ import type { ServerConfig } from '../config/server-config.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import type { ModelManager } from '../models/model-manager.js';
 import type { BodyLimits } from '../http/read-body.js';
+import type { ManagementOp, ManagementResult } from '../cluster/management-ops.js';
 
 /** What every route needs. */
 export interface ServerContext {
@@ -15,6 +16,8 @@ export interface ServerContext {
   accepting: boolean;
   /** False until every model named at start is registered: before that, readiness says no. */
   startupRegistered: boolean;
+  /** Applies a management call that changes what is served (in every ingress process). */
+  manage(op: ManagementOp): Promise<ManagementResult>;
 }
 
 export function bodyLimits(server: ServerContext): BodyLimits {

@@ -1,0 +1,190 @@
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import http from 'node:http';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
+import { KILN_BIN, STACK_TRACE, kiln } from '../test-support/run-binary.js';
+import { waitFor } from '../test-support/wait-for-output.js';
+
+const run = await ortAvailable();
+
+/** One request on a connection of its own, so that the primary hands each to the next process. */
+function post(url: string, body: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+async function statuses(url: string, body: string, count: number): Promise<number[]> {
+  const all: number[] = [];
+  for (let i = 0; i < count; i++) all.push(await post(url, body));
+  return all;
+}
+
+/** A metric's value in the (aggregated) Prometheus text. */
+async function metric(metricsUrl: string, line: RegExp): Promise<number | undefined> {
+  const text = await (await fetch(`${metricsUrl}/metrics`)).text();
+  const match = text.match(line);
+  return match ? Number(match[1]) : undefined;
+}
+
+async function until(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+const IRIS = '[[5.1, 3.5, 1.4, 0.2]]';
+const PROCESSES = /^kiln_ingress_processes (\d+)$/m;
+
+describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
+  let models: TestModels;
+  let home: string;
+  let server: ChildProcessWithoutNullStreams;
+  let inference: string;
+  let management: string;
+  let metrics: string;
+  let token: string;
+  const started: number[] = [];
+
+  const manage = (method: string, route: string) =>
+    fetch(`${management}${route}`, { method, headers: { authorization: `Bearer ${token}` } });
+
+  beforeAll(async () => {
+    models = await makeTestModels('kiln-cli-ingress-');
+    home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-ingress-home-'));
+    server = spawn(
+      KILN_BIN,
+      [
+        'serve',
+        '-m',
+        models.tiny,
+        '--model-store',
+        models.root,
+        '--ingress-processes',
+        '2',
+        '--inference-address',
+        'http://127.0.0.1:0',
+        '--management-address',
+        'http://127.0.0.1:0',
+        '--metrics-address',
+        'http://127.0.0.1:0',
+      ],
+      { env: { ...process.env, NO_COLOR: '1', KILN_HOME: home } },
+    );
+    server.stdout.on('data', (chunk: Buffer) => {
+      for (const m of chunk
+        .toString()
+        .matchAll(/"processId":(\d+),"msg":"ingress process started"/g))
+        started.push(Number(m[1]));
+    });
+    const listening = waitFor(
+      server,
+      /serving \(2 ingress processes\)\n\s+inference\s+(http:\/\/\S+)\n\s+management\s+(\S+)\n\s+metrics\s+(http:\/\/\S+)\/metrics\n\s+management key (\S+)/,
+      90_000,
+    );
+    const ready = waitFor(server, /model tiny READY/, 90_000);
+    const [, inferenceUrl, managementUrl, metricsUrl, key] = await listening;
+    inference = inferenceUrl!;
+    management = managementUrl!;
+    metrics = metricsUrl!;
+    token = key!;
+    await ready;
+    await until(async () => (await metric(metrics, PROCESSES)) === 2, 60_000, 'two processes');
+  }, 120_000);
+  afterAll(async () => {
+    if (server && server.exitCode === null) server.kill('SIGKILL');
+    for (const pid of started) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await models?.remove();
+    await rm(home, { recursive: true, force: true });
+  });
+
+  it('applies management calls in every process, and a replacement process replays them', async () => {
+    const registered = await manage('POST', `/models?url=${path.basename(models.iris)}`);
+    expect(registered.status).toBe(200);
+    // Each connection goes to the next process: a process without the model would answer 404.
+    expect(await statuses(`${inference}/predictions/iris`, IRIS, 12)).toEqual(Array(12).fill(200));
+    // One process's share of the metrics would show about half of them.
+    expect(
+      await metric(
+        metrics,
+        /^kiln_requests_total\{api="inference",route="\/predictions\/:model",model="iris",status="200"\} (\d+)$/m,
+      ),
+    ).toBe(12);
+
+    expect(started).toHaveLength(2);
+    process.kill(started[1]!, 'SIGKILL');
+    await until(async () => started.length === 3, 30_000, 'a replacement process');
+    await until(
+      async () => (await metric(metrics, PROCESSES)) === 2,
+      60_000,
+      'two processes again',
+    );
+    // It listens only once it has registered iris too.
+    expect(await statuses(`${inference}/predictions/iris`, IRIS, 12)).toEqual(Array(12).fill(200));
+
+    expect((await manage('DELETE', '/models/iris')).status).toBe(200);
+    expect(await statuses(`${inference}/predictions/iris`, IRIS, 6)).toEqual(Array(6).fill(404));
+    expect(await metric(metrics, /^kiln_model_ready\{model="tiny"\} (\d+)$/m)).toBe(1);
+  }, 120_000);
+
+  it('drains and stops every process on SIGTERM', async () => {
+    const stopped = waitFor(server, /stopped/, 60_000);
+    const exited = new Promise<number | null>((resolve) => server.on('exit', resolve));
+    server.kill('SIGTERM');
+    await stopped;
+    expect(await exited).toBe(0);
+    for (const pid of started) expect(() => process.kill(pid, 0)).toThrow();
+  }, 90_000);
+});
+
+describe.skipIf(!run)('kiln serve --ingress-processes that cannot start', () => {
+  it('exits with an error when the processes cannot listen', async () => {
+    const taken = net.createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as net.AddressInfo;
+    const home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-ingress-fail-'));
+    try {
+      const result = await kiln(
+        [
+          'serve',
+          '--ingress-processes',
+          '2',
+          '--inference-address',
+          `http://127.0.0.1:${port}`,
+          '--management-address',
+          'http://127.0.0.1:0',
+          '--metrics-address',
+          'http://127.0.0.1:0',
+        ],
+        { env: { KILN_HOME: home }, timeoutMs: 90_000 },
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/exited while starting/);
+      expect(result.stderr).not.toMatch(STACK_TRACE);
+    } finally {
+      taken.close();
+      await rm(home, { recursive: true, force: true });
+    }
+  }, 120_000);
+});

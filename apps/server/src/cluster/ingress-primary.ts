@@ -1,0 +1,250 @@
+import cluster, { type Worker } from 'node:cluster';
+import type { Logger } from 'pino';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import type { ListenerInfo } from '../kiln-server.js';
+import { type IngressMessage, IpcRequests, isIngressMessage, replyTo } from './ingress-messages.js';
+import { INGRESS_INDEX_ENV, METRICS_TIMEOUT_MS } from './ingress-peer.js';
+import type { ManagementOp, ManagementResult } from './management-ops.js';
+
+export interface IngressPrimaryOptions {
+  /** How many ingress processes to run (each serves every model on the shared listeners). */
+  readonly processes: number;
+  readonly log: Logger;
+  /** Environment every ingress process gets besides this one's (e.g. the management token). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** How long a process may drain on stop before it is killed, ms. */
+  readonly shutdownTimeoutMs: number;
+}
+
+/** The primary process of `ingress_processes`: it runs no server itself. */
+export interface IngressPrimary {
+  /**
+   * The shared listeners' addresses once the first process listens; rejects when a process
+   * fails before it ever listened (bad configuration, a port taken), after the others stopped.
+   */
+  readonly listening: Promise<ListenerInfo>;
+  /** Stops every process (each drains what it accepted) and resolves once all exited. */
+  stop(): Promise<void>;
+}
+
+/** One ingress process's place: its process changes when it is replaced. */
+interface Slot {
+  readonly index: number;
+  worker: Worker | undefined;
+  requests: IpcRequests;
+  /** Its process answers requests (it said ready: messages sent earlier could go unheard). */
+  answering: boolean;
+  /** Follows management calls: its startup models are registered and the log replayed. */
+  following: boolean;
+  listened: boolean;
+  startedAt: number;
+  quickExits: number;
+}
+
+/** A process that exits within this long of its start counts towards a longer restart delay. */
+const QUICK_EXIT_MS = 10_000;
+const MAX_RESTART_DELAY_MS = 30_000;
+
+/**
+ * Forks `processes` ingress processes (Node's cluster: they share the listening sockets), keeps
+ * them running and keeps them alike: a management call taken by one is applied by every one in
+ * a single order, and logged, so a process that replaces a dead one replays it.
+ */
+export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrimary {
+  const { log } = options;
+  const slots: Slot[] = [];
+  const applied: ManagementOp[] = [];
+  let queue: Promise<void> = Promise.resolve();
+  let stopping: Promise<void> | undefined;
+  let listeningResolve!: (urls: ListenerInfo) => void;
+  let listeningReject!: (error: Error) => void;
+  let isListening = false;
+  const listening = new Promise<ListenerInfo>((resolve, reject) => {
+    listeningResolve = resolve;
+    listeningReject = reject;
+  });
+
+  /** Management calls run one at a time, in the order they arrive, in every process. */
+  const enqueue = (task: () => Promise<void>) => {
+    queue = queue.then(task, task);
+  };
+
+  const apply = (slot: Slot, op: ManagementOp, following: boolean) =>
+    slot.requests.request<ManagementResult>({ kiln: 'apply', op, following });
+
+  const onManage = (origin: Slot, id: number, op: ManagementOp) =>
+    enqueue(async () => {
+      const worker = origin.worker;
+      const reply = await replyTo(id, async () => {
+        if (!origin.following)
+          throw new KilnError(
+            KilnErrorCode.ModelNotReady,
+            'this server process is still starting; retry the call',
+          );
+        const result = await apply(origin, op, false);
+        applied.push(op);
+        await Promise.all(
+          slots
+            .filter((s) => s !== origin && s.following)
+            .map((s) =>
+              apply(s, op, true).catch((error: unknown) =>
+                log.warn(
+                  { ingress: s.index, op: op.kind, error: messageOf(error) },
+                  'an ingress process could not follow a management call',
+                ),
+              ),
+            ),
+        );
+        return result;
+      });
+      if (worker?.isConnected()) worker.send(reply);
+    });
+
+  /**
+   * A new process replays every call applied so far, before it listens, then follows new ones:
+   * a process that replaces a dead one never answers for models it has not registered yet.
+   */
+  const onReady = (slot: Slot, id: number) =>
+    enqueue(async () => {
+      const worker = slot.worker;
+      for (const op of applied) {
+        if (slot.worker !== worker) return;
+        await apply(slot, op, true).catch((error: unknown) =>
+          log.warn(
+            { ingress: slot.index, op: op.kind, error: messageOf(error) },
+            'an ingress process could not replay a management call',
+          ),
+        );
+      }
+      if (slot.worker !== worker || !worker?.isConnected()) return;
+      slot.following = true;
+      worker.send({ kiln: 'reply', id } satisfies IngressMessage);
+    });
+
+  const onGatherMetrics = async (origin: Slot, id: number) => {
+    const reply = await replyTo(id, async () => {
+      const all = await Promise.all(
+        slots
+          .filter((s) => s.answering)
+          .map((s) =>
+            s.requests
+              .request<unknown[]>({ kiln: 'metrics-json' }, METRICS_TIMEOUT_MS)
+              .catch(() => undefined),
+          ),
+      );
+      return all.filter((json) => json !== undefined);
+    });
+    if (origin.worker?.isConnected()) origin.worker.send(reply);
+  };
+
+  const onMessage = (slot: Slot, message: IngressMessage) => {
+    if (slot.requests.settle(message)) return;
+    switch (message.kiln) {
+      case 'listening':
+        slot.listened = true;
+        if (!isListening) {
+          isListening = true;
+          listeningResolve(message.urls);
+        }
+        return;
+      case 'ready':
+        slot.answering = true;
+        onReady(slot, message.id);
+        return;
+      case 'manage':
+        onManage(slot, message.id, message.op);
+        return;
+      case 'gather-metrics':
+        void onGatherMetrics(slot, message.id);
+        return;
+      default:
+        return;
+    }
+  };
+
+  const fork = (slot: Slot) => {
+    const worker = cluster.fork({ ...options.env, [INGRESS_INDEX_ENV]: String(slot.index) });
+    slot.worker = worker;
+    slot.requests = new IpcRequests((message) => worker.send(message));
+    slot.answering = false;
+    slot.following = false;
+    slot.startedAt = Date.now();
+    worker.on('message', (message: unknown) => {
+      if (isIngressMessage(message)) onMessage(slot, message);
+    });
+    worker.on('exit', (code, signal) => onExit(slot, worker, code, signal));
+    log.info({ ingress: slot.index, processId: worker.process.pid }, 'ingress process started');
+  };
+
+  const onExit = (slot: Slot, worker: Worker, code: number | null, signal: string | null) => {
+    if (slot.worker !== worker) return;
+    slot.requests.failAll(`ingress process ${slot.index} exited`);
+    slot.worker = undefined;
+    slot.answering = false;
+    slot.following = false;
+    if (stopping) return;
+    if (!slot.listened) {
+      // It never served: a configuration the others fail on too, so the server does not start.
+      log.error({ ingress: slot.index, code, signal }, 'ingress process exited while starting');
+      void stop().then(() =>
+        listeningReject(
+          new KilnError(
+            KilnErrorCode.InvalidConfig,
+            `ingress process ${slot.index} exited while starting (code ${code ?? signal})`,
+          ),
+        ),
+      );
+      return;
+    }
+    slot.quickExits = Date.now() - slot.startedAt < QUICK_EXIT_MS ? slot.quickExits + 1 : 0;
+    const delay = Math.min(MAX_RESTART_DELAY_MS, 100 * 2 ** slot.quickExits);
+    log.error(
+      { ingress: slot.index, code, signal, restartInMs: delay },
+      'ingress process exited; starting another',
+    );
+    setTimeout(() => {
+      if (!stopping) fork(slot);
+    }, delay).unref();
+  };
+
+  const stop = () =>
+    (stopping ??= (async () => {
+      await Promise.all(
+        slots.map(async (slot) => {
+          const worker = slot.worker;
+          if (!worker) return;
+          const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+          // A process still starting may not hear messages yet; it has accepted nothing either.
+          if (slot.answering && worker.isConnected())
+            worker.send({ kiln: 'stop' } satisfies IngressMessage);
+          else worker.process.kill('SIGTERM');
+          const timer = setTimeout(
+            () => worker.process.kill('SIGKILL'),
+            options.shutdownTimeoutMs + 5_000,
+          );
+          await exited;
+          clearTimeout(timer);
+        }),
+      );
+    })());
+
+  for (let index = 0; index < options.processes; index++) {
+    const slot: Slot = {
+      index,
+      worker: undefined,
+      requests: new IpcRequests(() => undefined),
+      answering: false,
+      following: false,
+      listened: false,
+      startedAt: 0,
+      quickExits: 0,
+    };
+    slots.push(slot);
+    fork(slot);
+  }
+  return { listening, stop };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
