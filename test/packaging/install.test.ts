@@ -337,6 +337,39 @@ describe('the server and the CLI with ONNX Runtime only', () => {
     expect(answer[0]!.probability).toBeGreaterThan(0.9);
   });
 
+  it('`npx kiln serve --ingress-processes 2` answers from two processes and stops both', async () => {
+    const started = await npxKilnServe(dir, ['--demo', '--ingress-processes', '2']);
+    const cluster = started.server;
+    try {
+      await waitForOutput(cluster, /serving \(2 ingress processes\)[\s\S]*model iris READY/);
+      const url = `http://127.0.0.1:${started.metrics}/metrics`;
+      const deadline = Date.now() + 60_000;
+      const count = async () =>
+        /^kiln_ingress_processes (\d+)$/m.exec(await (await fetch(url)).text())?.[1];
+      while ((await count()) !== '2' && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await count()).toBe('2');
+      // Each curl is a connection of its own: the primary hands them to the processes in turn.
+      for (let i = 0; i < 6; i++) {
+        const curl = await run('curl', [
+          '-sS',
+          '-X',
+          'POST',
+          `http://127.0.0.1:${started.inference}/predictions/iris`,
+          '-H',
+          'Content-Type: application/json',
+          '-d',
+          '[6.7, 3.0, 5.2, 2.3]',
+        ]);
+        expect(JSON.parse(curl.stdout)[0].className).toBe('virginica');
+      }
+    } finally {
+      const exited = new Promise((resolve) => cluster.once('exit', resolve));
+      process.kill(-cluster.pid!, 'SIGTERM');
+      await exited;
+    }
+  });
+
   it('names the package to install for a model on an absent engine', async () => {
     const demo = path.join(work, 'kiln-home', 'demo', 'iris');
     const result = spawnSync(
@@ -567,7 +600,7 @@ describe('@kiln/engine-dlr', () => {
 async function npxKilnServe(
   dir: string,
   args: string[],
-): Promise<{ server: ChildProcess; inference: number }> {
+): Promise<{ server: ChildProcess; inference: number; metrics: number }> {
   const [inference, management, metrics] = await freePorts(3);
   const server = spawn(
     'npx',
@@ -584,7 +617,7 @@ async function npxKilnServe(
     ],
     { cwd: dir, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
-  return { server, inference: inference! };
+  return { server, inference: inference!, metrics: metrics! };
 }
 
 /** Loopback ports nothing listens on right now. */

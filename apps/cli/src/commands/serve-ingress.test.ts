@@ -148,6 +148,22 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
     expect(await metric(metrics, /^kiln_model_ready\{model="tiny"\} (\d+)$/m)).toBe(1);
   }, 120_000);
 
+  it('replaces a process signalled alone once it has drained', async () => {
+    process.kill(started[0]!, 'SIGTERM');
+    await until(async () => started.length === 4, 30_000, 'a replacement process');
+    await until(
+      async () => (await metric(metrics, PROCESSES)) === 2,
+      60_000,
+      'two processes again',
+    );
+    const tiny = JSON.stringify({
+      inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }],
+    });
+    expect(await statuses(`${inference}/v2/models/tiny/infer`, tiny, 6)).toEqual(
+      Array(6).fill(200),
+    );
+  }, 120_000);
+
   it('drains and stops every process on SIGTERM', async () => {
     const stopped = waitFor(server, /stopped/, 60_000);
     const exited = new Promise<number | null>((resolve) => server.on('exit', resolve));

@@ -102,9 +102,12 @@ Examples:
       if (ingress) {
         // The primary prints the addresses; the first process reports the models.
         if (ingress.index === 0) reportModels(cli, kiln.models);
-        ingress.onStop(() => void kiln.stop().then(() => process.exit(0)));
-        // A terminal's Ctrl-C reaches every process of the group: the primary stops them all.
-        process.on('SIGINT', () => undefined);
+        const drain = () => void kiln.stop().then(() => process.exit(0));
+        ingress.onStop(drain);
+        // A signal to the whole group (Ctrl-C, systemd) reaches every process: each drains
+        // what it accepted, and the primary waits for them; one signalled alone is replaced.
+        process.once('SIGTERM', drain);
+        process.once('SIGINT', drain);
         return;
       }
       printBanner(cli, kiln.urls, kiln.managementKey);
