@@ -146,6 +146,8 @@ export async function startKilnServe(
   const ready = await waitForOutput(child, /READY/, /FAILED|error:/);
   // The CLI's line names where the model runs: `READY in 80 ms (inline: …)`.
   const placement = /\((thread|inline): (.*)\)\s*$/.exec(ready);
+  const processes = Number(env.KILN_INGRESS_PROCESSES ?? 1);
+  if (processes > 1) await allProcessesReady(`http://127.0.0.1:${port + 2}/metrics`, processes);
   return {
     url: `http://127.0.0.1:${port}`,
     stop: () => stopChild(child),
@@ -204,6 +206,24 @@ function poolSettingsOf(workload: Workload) {
     ...(props.minWorkers ? { minWorkers: Number(props.minWorkers) } : {}),
     ...(props.maxWorkers ? { maxWorkers: Number(props.maxWorkers) } : {}),
   };
+}
+
+/**
+ * With several ingress processes the first one prints READY; the summed metrics tell when
+ * every process listens and has the model loaded (`kiln_model_ready` is the least of them).
+ */
+export async function allProcessesReady(metricsUrl: string, processes: number): Promise<void> {
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const text = await (await fetch(metricsUrl)).text();
+    if (
+      new RegExp(`^kiln_ingress_processes ${processes}$`, 'm').test(text) &&
+      /^kiln_model_ready\{[^}]*\} 1$/m.test(text)
+    )
+      return;
+    if (Date.now() > deadline) throw new Error(`not every ingress process is ready:\n${text}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
 }
 
 /** Resolves with the first line matching `ready`. */

@@ -102,6 +102,14 @@ const scenarios: Scenario[] = [
         kind: 'kiln',
         properties: { batch_size: '32', max_batch_delay: '2' },
       },
+      // Two server processes on the shared listeners (ingress_processes=2).
+      { name: 'kiln 2 processes', kind: 'kiln', env: { KILN_INGRESS_PROCESSES: '2' } },
+      {
+        name: 'kiln 2 processes inline',
+        kind: 'kiln',
+        env: { KILN_INGRESS_PROCESSES: '2' },
+        properties: { placement: 'inline' },
+      },
       { name: 'naive koa+ort', kind: 'naive' },
     ],
     ratios: [
@@ -114,6 +122,18 @@ const scenarios: Scenario[] = [
       {
         label: 'kiln batch 32 ÷ naive',
         of: 'kiln batch 32',
+        over: 'naive koa+ort',
+        goal: { atLeast: 2 },
+      },
+      {
+        label: 'kiln 2 processes ÷ naive',
+        of: 'kiln 2 processes',
+        over: 'naive koa+ort',
+        goal: { atLeast: 2 },
+      },
+      {
+        label: 'kiln 2 processes inline ÷ naive',
+        of: 'kiln 2 processes inline',
         over: 'naive koa+ort',
         goal: { atLeast: 2 },
       },
@@ -132,7 +152,10 @@ const scenarios: Scenario[] = [
         goal: { atLeast: 1 },
       },
     ],
-    pingGoal: { contenders: ['kiln defaults', 'kiln budget off'], goal: { atMost: 5 } },
+    pingGoal: {
+      contenders: ['kiln defaults', 'kiln budget off', 'kiln 2 processes'],
+      goal: { atMost: 5 },
+    },
   },
   {
     label: 'mlp-batching',
@@ -164,6 +187,7 @@ const scenarios: Scenario[] = [
     concurrency: 16,
     contenders: [
       { name: 'kiln defaults', kind: 'kiln' },
+      { name: 'kiln 2 processes', kind: 'kiln', env: { KILN_INGRESS_PROCESSES: '2' } },
       { name: 'in-process', kind: 'in-process' },
       { name: 'naive koa+ort', kind: 'naive' },
     ],
@@ -171,6 +195,12 @@ const scenarios: Scenario[] = [
       {
         label: 'kiln defaults ÷ naive',
         of: 'kiln defaults',
+        over: 'naive koa+ort',
+        goal: { atLeast: 1.2 },
+      },
+      {
+        label: 'kiln 2 processes ÷ naive',
+        of: 'kiln 2 processes',
         over: 'naive koa+ort',
         goal: { atLeast: 1.2 },
       },

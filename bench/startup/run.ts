@@ -10,6 +10,8 @@
  *   with an empty $KILN_HOME each time.
  * - RSS of the Kiln process with 4 workers ÷ with 1 (minWorkers = maxWorkers), read from
  *   /proc after 8 predictions (goal ≤ 1.3).
+ * - Memory of `kiln serve` with 2 ingress processes against 1 (one worker each): PSS summed
+ *   over the process tree, so that pages the processes share (the mapped weights) count once.
  *
  *   node -C @kiln/source --import tsx bench/startup/run.ts [--rounds 3]
  */
@@ -27,6 +29,7 @@ import { alternateRounds } from '../harness/rounds.js';
 import {
   KILN_BUILT,
   KILN_SOURCE,
+  allProcessesReady,
   buildKilnCli,
   kilnServeArgs,
   spawnKiln,
@@ -63,13 +66,30 @@ function startKiln(
   entry: string,
   modelDir: string,
   kilnHome: string,
-): { child: ChildProcess; url: string } {
+  env: Readonly<Record<string, string>> = {},
+): { child: ChildProcess; url: string; metricsUrl: string } {
   const port = (nextPort += 3);
   const child = spawnKiln(entry, kilnServeArgs('resnet', modelDir, port), {
     stdio: 'ignore',
-    env: { KILN_HOME: kilnHome },
+    env: { KILN_HOME: kilnHome, ...env },
   });
-  return { child, url: `http://127.0.0.1:${port}/predictions/resnet` };
+  return {
+    child,
+    url: `http://127.0.0.1:${port}/predictions/resnet`,
+    metricsUrl: `http://127.0.0.1:${port + 2}/metrics`,
+  };
+}
+
+/** Proportional set size of a process and its descendants, MiB (shared pages split). */
+function pssTreeMiB(pid: number): number {
+  const pss = Number(
+    /^Pss:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'))![1],
+  );
+  const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+    .split(' ')
+    .filter(Boolean)
+    .map(Number);
+  return pss / 1024 + children.reduce((sum, child) => sum + pssTreeMiB(child), 0);
 }
 
 function startNaive(modelDir: string): { child: ChildProcess; url: string } {
@@ -151,6 +171,33 @@ try {
   );
   console.log(
     `  ${goalLine('4 workers ÷ 1', ratioSpread(memory.four!, memory.one!), { atMost: 1.3 })}`,
+  );
+
+  const pssOf = async (processes: number): Promise<number> => {
+    writeFileSync(join(model.dir, 'serving.properties'), 'minWorkers=1\nmaxWorkers=1\n');
+    const { child, url, metricsUrl } = startKiln(KILN_BUILT, model.dir, home, {
+      KILN_INGRESS_PROCESSES: String(processes),
+    });
+    try {
+      await firstPrediction(url, body, performance.now());
+      if (processes > 1) await allProcessesReady(metricsUrl, processes);
+      await Promise.all(Array.from({ length: 8 }, () => firstPrediction(url, body, 0)));
+      return pssTreeMiB(child.pid!);
+    } finally {
+      await stopChild(child);
+    }
+  };
+  const tree = await alternateRounds(
+    [
+      { name: 'one', measure: () => pssOf(1) },
+      { name: 'two', measure: () => pssOf(2) },
+    ],
+    { rounds },
+  );
+  console.log(
+    `PSS of the process tree, MiB: 1 ingress process ${formatSpread(spreadOf(tree.one!), 0)}, ` +
+      `2 ingress processes ${formatSpread(spreadOf(tree.two!), 0)}; ` +
+      `2 ÷ 1 ${formatSpread(ratioSpread(tree.two!, tree.one!), 2)}`,
   );
   console.log(`end: ${machineLine()}`);
 } finally {
