@@ -322,17 +322,7 @@ describe('the server and the CLI with ONNX Runtime only', () => {
     const started = await npxKilnServe(dir, ['--demo']);
     server = started.server;
     await waitForOutput(server, /model iris READY/);
-    const curl = await run('curl', [
-      '-sS',
-      '-X',
-      'POST',
-      `http://127.0.0.1:${started.inference}/predictions/iris`,
-      '-H',
-      'Content-Type: application/json',
-      '-d',
-      '[6.7, 3.0, 5.2, 2.3]',
-    ]);
-    const answer = JSON.parse(curl.stdout) as { className: string; probability: number }[];
+    const answer = await curlIris(started.inference);
     expect(answer[0]!.className).toBe('virginica');
     expect(answer[0]!.probability).toBeGreaterThan(0.9);
   });
@@ -351,17 +341,7 @@ describe('the server and the CLI with ONNX Runtime only', () => {
       expect(await count()).toBe('2');
       // Each curl is a connection of its own: the primary hands them to the processes in turn.
       for (let i = 0; i < 6; i++) {
-        const curl = await run('curl', [
-          '-sS',
-          '-X',
-          'POST',
-          `http://127.0.0.1:${started.inference}/predictions/iris`,
-          '-H',
-          'Content-Type: application/json',
-          '-d',
-          '[6.7, 3.0, 5.2, 2.3]',
-        ]);
-        expect(JSON.parse(curl.stdout)[0].className).toBe('virginica');
+        expect((await curlIris(started.inference))[0]!.className).toBe('virginica');
       }
     } finally {
       const exited = new Promise((resolve) => cluster.once('exit', resolve));
@@ -618,6 +598,23 @@ async function npxKilnServe(
     { cwd: dir, env: userEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   return { server, inference: inference!, metrics: metrics! };
+}
+
+/** The README's curl: one Iris flower to the demo model, on a connection of its own. */
+async function curlIris(
+  inferencePort: number,
+): Promise<{ className: string; probability: number }[]> {
+  const curl = await run('curl', [
+    '-sS',
+    '-X',
+    'POST',
+    `http://127.0.0.1:${inferencePort}/predictions/iris`,
+    '-H',
+    'Content-Type: application/json',
+    '-d',
+    '[6.7, 3.0, 5.2, 2.3]',
+  ]);
+  return JSON.parse(curl.stdout) as { className: string; probability: number }[];
 }
 
 /** Loopback ports nothing listens on right now. */

@@ -255,7 +255,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   ingress?.listening(urls);
   if (managementKey?.keyFile)
     log.info({ keyFile: managementKey.keyFile }, 'management key written');
-  else if (!managementKey && !ingress) log.warn('management API token authorization is disabled');
+  else if (!managementKey) log.warn('management API token authorization is disabled');
 
   if (!ingress) void registerStartupModels();
 

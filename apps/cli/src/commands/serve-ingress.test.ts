@@ -1,4 +1,4 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -6,7 +6,7 @@ import path from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
-import { KILN_BIN, STACK_TRACE, kiln } from '../test-support/run-binary.js';
+import { STACK_TRACE, kiln, spawnKilnServe } from '../test-support/run-binary.js';
 import { waitFor } from '../test-support/wait-for-output.js';
 
 const run = await ortAvailable();
@@ -67,24 +67,9 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
   beforeAll(async () => {
     models = await makeTestModels('kiln-cli-ingress-');
     home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-ingress-home-'));
-    server = spawn(
-      KILN_BIN,
-      [
-        'serve',
-        '-m',
-        models.tiny,
-        '--model-store',
-        models.root,
-        '--ingress-processes',
-        '2',
-        '--inference-address',
-        'http://127.0.0.1:0',
-        '--management-address',
-        'http://127.0.0.1:0',
-        '--metrics-address',
-        'http://127.0.0.1:0',
-      ],
-      { env: { ...process.env, NO_COLOR: '1', KILN_HOME: home } },
+    server = spawnKilnServe(
+      ['-m', models.tiny, '--model-store', models.root, '--ingress-processes', '2'],
+      { KILN_HOME: home },
     );
     server.stdout.on('data', (chunk: Buffer) => {
       for (const m of chunk

@@ -1,13 +1,13 @@
-import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
 import {
   KILN_BENCH_BIN,
-  KILN_BIN,
   STACK_TRACE,
   kiln,
   runBinary,
+  spawnKilnServe,
 } from '../test-support/run-binary.js';
 import { waitFor } from '../test-support/wait-for-output.js';
 
@@ -64,25 +64,7 @@ describe.skipIf(!run)('kiln serve measured by kiln-bench over HTTP', () => {
 
   beforeAll(async () => {
     models = await makeTestModels('kiln-cli-serve-');
-    server = spawn(
-      KILN_BIN,
-      [
-        'serve',
-        '-m',
-        models.tiny,
-        '--model-store',
-        models.root,
-        '--inference-address',
-        'http://127.0.0.1:0',
-        '--management-address',
-        'http://127.0.0.1:0',
-        '--metrics-address',
-        'http://127.0.0.1:0',
-      ],
-      {
-        env: { ...process.env, NO_COLOR: '1' },
-      },
-    );
+    server = spawnKilnServe(['-m', models.tiny, '--model-store', models.root]);
     const listening = waitFor(
       server,
       /inference\s+(http:\/\/\S+)\n\s+management\s+(\S+)\n\s+metrics\s+(http:\/\/\S+)\n/,

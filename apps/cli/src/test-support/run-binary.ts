@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const KILN_BIN = fileURLToPath(new URL('../../bin/kiln.mjs', import.meta.url));
@@ -58,3 +58,27 @@ export function kiln(args: readonly string[], options?: RunOptions): Promise<Bin
 
 /** Output a failing command must never show: a JavaScript stack trace. */
 export const STACK_TRACE = /\n\s+at .+:\d+:\d+/;
+
+/**
+ * `kiln serve <args>` on ephemeral loopback ports, left running (its banner on stderr names
+ * the ports).
+ */
+export function spawnKilnServe(
+  args: readonly string[],
+  env: Readonly<Record<string, string>> = {},
+): ChildProcessWithoutNullStreams {
+  return spawn(
+    KILN_BIN,
+    [
+      'serve',
+      ...args,
+      '--inference-address',
+      'http://127.0.0.1:0',
+      '--management-address',
+      'http://127.0.0.1:0',
+      '--metrics-address',
+      'http://127.0.0.1:0',
+    ],
+    { env: { ...process.env, NO_COLOR: '1', ...env } },
+  );
+}
