@@ -11,8 +11,9 @@ export interface ServerProcess {
   /** The generated management key, read from the key file. */
   readonly key: string;
   readonly pid: number;
-  /** Resident memory of the server process, bytes (Linux /proc). */
+  /** Resident memory of the server's processes (ingress processes included), bytes (/proc). */
   rss(): number;
+  /** False once the server exited, or (ingress_processes > 1) any of its processes crashed. */
   alive(): boolean;
   stop(): Promise<void>;
 }
@@ -41,13 +42,21 @@ export async function startServerProcess(
   const child: ChildProcess = spawn(
     process.execPath,
     [BIN, 'serve', '-f', configFile, ...models.flatMap((m) => ['-m', m])],
-    // stdout carries the access log: not needed here, and a full pipe would stall the server.
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let stderr = '';
   let exited = false;
   child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
   child.on('exit', () => (exited = true));
+  // stdout carries the JSON log (access log included): read, so that a full pipe never stalls
+  // the server, and watched for an ingress process that died and was replaced.
+  let crashedProcesses = 0;
+  let tail = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    const text = tail + d.toString();
+    crashedProcesses += text.split('"msg":"ingress process exited; starting another"').length - 1;
+    tail = text.slice(-64);
+  });
   const expected = models.length;
   for (let i = 0; i < 1200; i++) {
     const settled = (stderr.match(/ (READY|FAILED)/g) ?? []).length;
@@ -59,17 +68,17 @@ export async function startServerProcess(
   const url = (name: string) => new RegExp(`${name}\\s+(http://\\S+)`).exec(stderr)![1]!;
   const key = JSON.parse(fs.readFileSync(path.join(dir, 'key_file.json'), 'utf8')).management
     .key as string;
+  const processes = Number(properties.ingress_processes ?? 1);
+  // The first process prints READY; the summed metrics say when every process serves.
+  if (processes > 1) await everyProcessServes(url('metrics'), processes, expected);
   return {
     inference: url('inference'),
     management: url('management'),
     metrics: url('metrics').replace(/\/metrics$/, ''),
     key,
     pid: child.pid!,
-    rss: () => {
-      const status = fs.readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      return Number(/VmRSS:\s+(\d+)/.exec(status)![1]) * 1024;
-    },
-    alive: () => !exited,
+    rss: () => treeRss(child.pid!),
+    alive: () => !exited && crashedProcesses === 0,
     stop: async () => {
       if (exited) return;
       const gone = new Promise((resolve) => child.once('exit', resolve));
@@ -79,4 +88,29 @@ export async function startServerProcess(
       clearTimeout(timer);
     },
   };
+}
+
+/** Resident memory of a process and its descendants, bytes. */
+function treeRss(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const children = fs
+    .readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8')
+    .split(' ')
+    .filter(Boolean)
+    .map(Number);
+  return (
+    Number(/VmRSS:\s+(\d+)/.exec(status)![1]) * 1024 +
+    children.reduce((sum, child) => sum + treeRss(child), 0)
+  );
+}
+
+async function everyProcessServes(metricsUrl: string, processes: number, models: number) {
+  for (let i = 0; i < 1200; i++) {
+    const text = await (await fetch(metricsUrl)).text();
+    const ready = text.match(/^kiln_model_ready\{[^}]*\} 1$/gm)?.length ?? 0;
+    if (new RegExp(`^kiln_ingress_processes ${processes}$`, 'm').test(text) && ready >= models)
+      return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`not every ingress process serves its models (${metricsUrl})`);
 }

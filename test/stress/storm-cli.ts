@@ -1,4 +1,5 @@
-// The hostile-input storm: `npm run stress -- --requests 20000 [--concurrency 16] [--seed 1]`.
+// The hostile-input storm: `npm run stress -- --requests 20000 [--concurrency 16] [--seed 1]
+// [--ingress-processes 2]`.
 import { parseArgs } from 'node:util';
 import { runStorm, stormPassed, type StormReport } from './storm.js';
 import { startStormServer } from './storm-setup.js';
@@ -8,6 +9,7 @@ const { values } = parseArgs({
     requests: { type: 'string', default: '20000' },
     concurrency: { type: 'string', default: '16' },
     seed: { type: 'string', default: '1' },
+    'ingress-processes': { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -16,7 +18,9 @@ const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 const line = (r: StormReport) =>
   `requests ${r.requests}  crashes ${r.crashes}  hangs ${r.hangs}  unexpected 5xx ${r.unexpected5xx}  non-JSON ${r.nonJson}  valid ${r.validChecks - r.validWrong}/${r.validChecks}  RSS peak ${mib(r.rssPeak)}  ${r.seconds.toFixed(0)} s`;
 
-const { server, target, cleanup } = await startStormServer();
+const { server, target, cleanup } = await startStormServer({
+  ingressProcesses: Number(values['ingress-processes']),
+});
 try {
   const report = await runStorm(server, target, {
     requests: Number(values.requests),

@@ -8,7 +8,7 @@ import { type ServerProcess, startServerProcess } from './server-process.js';
 export const STORM_MAX_REQUEST_SIZE = 1024 * 1024;
 
 /** A model store (tensor, JSON and image models) and a `kiln serve` process over it. */
-export async function startStormServer(): Promise<{
+export async function startStormServer(options: { ingressProcesses?: number } = {}): Promise<{
   server: ServerProcess;
   target: Target;
   cleanup(): Promise<void>;
@@ -29,6 +29,7 @@ export async function startStormServer(): Promise<{
       // A fixed worker count: memory then measures the requests, not the pool scaling.
       min_workers: '1',
       max_workers: '1',
+      ...(options.ingressProcesses ? { ingress_processes: String(options.ingressProcesses) } : {}),
     },
   );
   return {
