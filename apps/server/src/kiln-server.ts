@@ -221,9 +221,11 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     server.startupRegistered = true;
   };
   if (ingress) {
-    // An ingress process listens once it serves what the others serve.
+    // An ingress process listens once it serves what the others serve; one that replaces a
+    // process that died also waits for its models to load, the others serving meanwhile.
     await registerStartupModels();
-    await ingress.ready();
+    const { othersServe } = await ingress.ready();
+    if (othersServe) await Promise.all(models.list().map((entry) => entry.loading));
   }
 
   let urls: ListenerInfo;

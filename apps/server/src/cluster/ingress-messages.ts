@@ -38,6 +38,15 @@ export type IngressMessage =
       readonly error?: SerializedKilnError;
     };
 
+/** The primary's answer to `ready`. */
+export interface IngressStart {
+  /**
+   * Other processes serve already (this one replaces one that died): it listens once its
+   * models are loaded, so that it never answers "still loading" for what the others serve.
+   */
+  readonly othersServe: boolean;
+}
+
 export function isIngressMessage(value: unknown): value is IngressMessage {
   return (
     typeof value === 'object' &&

@@ -3,7 +3,13 @@ import { AggregatorRegistry } from 'prom-client';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import type { ListenerInfo } from '../kiln-server.js';
 import type { ModelManager } from '../models/model-manager.js';
-import { type IngressMessage, IpcRequests, isIngressMessage, replyTo } from './ingress-messages.js';
+import {
+  type IngressMessage,
+  type IngressStart,
+  IpcRequests,
+  isIngressMessage,
+  replyTo,
+} from './ingress-messages.js';
 import { type ManagementOp, type ManagementResult, applyManagementOp } from './management-ops.js';
 
 /** The environment variable that tells an ingress process its place (0, 1, …). */
@@ -60,8 +66,8 @@ export class IngressPeer {
   }
 
   /** Resolves once this process has caught up with the management calls of the others. */
-  ready(): Promise<void> {
-    return this.requests.request<void>({ kiln: 'ready' });
+  ready(): Promise<IngressStart> {
+    return this.requests.request<IngressStart>({ kiln: 'ready' });
   }
 
   /** Applies a management call in every ingress process; answers with this process's result. */

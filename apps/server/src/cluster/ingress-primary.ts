@@ -2,9 +2,20 @@ import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import type { ListenerInfo } from '../kiln-server.js';
-import { type IngressMessage, IpcRequests, isIngressMessage, replyTo } from './ingress-messages.js';
+import {
+  type IngressMessage,
+  type IngressStart,
+  IpcRequests,
+  isIngressMessage,
+  replyTo,
+} from './ingress-messages.js';
 import { INGRESS_INDEX_ENV, METRICS_TIMEOUT_MS } from './ingress-peer.js';
-import type { ManagementOp, ManagementResult } from './management-ops.js';
+import {
+  type AppliedOp,
+  type ManagementOp,
+  type ManagementResult,
+  appendApplied,
+} from './management-ops.js';
 
 export interface IngressPrimaryOptions {
   /** How many ingress processes to run (each serves every model on the shared listeners). */
@@ -53,7 +64,7 @@ const MAX_RESTART_DELAY_MS = 30_000;
 export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrimary {
   const { log } = options;
   const slots: Slot[] = [];
-  const applied: ManagementOp[] = [];
+  let applied: AppliedOp[] = [];
   let queue: Promise<void> = Promise.resolve();
   let stopping: Promise<void> | undefined;
   let listeningResolve!: (urls: ListenerInfo) => void;
@@ -82,7 +93,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
             'this server process is still starting; retry the call',
           );
         const result = await apply(origin, op, false);
-        applied.push(op);
+        applied = appendApplied(applied, { op, name: result.name ?? nameOf(op) });
         await Promise.all(
           slots
             .filter((s) => s !== origin && s.following)
@@ -107,7 +118,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
   const onReady = (slot: Slot, id: number) =>
     enqueue(async () => {
       const worker = slot.worker;
-      for (const op of applied) {
+      for (const { op } of applied) {
         if (slot.worker !== worker) return;
         await apply(slot, op, true).catch((error: unknown) =>
           log.warn(
@@ -117,8 +128,13 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
         );
       }
       if (slot.worker !== worker || !worker?.isConnected()) return;
+      const othersServe = slots.some((s) => s !== slot && s.following);
       slot.following = true;
-      worker.send({ kiln: 'reply', id } satisfies IngressMessage);
+      worker.send({
+        kiln: 'reply',
+        id,
+        value: { othersServe } satisfies IngressStart,
+      } satisfies IngressMessage);
     });
 
   const onGatherMetrics = async (origin: Slot, id: number) => {
@@ -243,6 +259,10 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     fork(slot);
   }
   return { listening, stop };
+}
+
+function nameOf(op: ManagementOp): string {
+  return op.kind === 'register' ? (op.request.name ?? '') : op.name;
 }
 
 function messageOf(error: unknown): string {

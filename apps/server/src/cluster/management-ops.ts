@@ -51,6 +51,50 @@ export async function applyManagementOp(
       models.setDefault(op.name, op.version);
       return {};
     case 'unregister':
+      // A process following (or replaying) the call may never have had what it removes.
+      if (options.following && !models.has(op.name)) return { removed: 0 };
       return { removed: (await models.unregister(op.name, op.version)).length };
   }
+}
+
+/** A management call applied by every process, with the model name it turned out to concern. */
+export interface AppliedOp {
+  readonly op: ManagementOp;
+  /** The model's name (a registration's name is known once it is applied). */
+  readonly name: string;
+}
+
+/**
+ * The calls a process starting now must replay to serve what the others serve, `next` added:
+ * calls the new one makes moot are dropped, so that a server scaled or re-registered all day
+ * keeps a short log. (A model named at start is registered by every process itself, so an
+ * unregistration of it stays.)
+ */
+export function appendApplied(log: readonly AppliedOp[], next: AppliedOp): AppliedOp[] {
+  const { op } = next;
+  const moot = (earlier: AppliedOp): boolean => {
+    if (earlier.name !== next.name) return false;
+    switch (op.kind) {
+      case 'unregister':
+        // Everything about the whole model, or about this version (registrations of a version
+        // only known after inspection stay).
+        return (
+          op.version === undefined ||
+          ((earlier.op.kind === 'scale' || earlier.op.kind === 'set-default') &&
+            earlier.op.version === op.version)
+        );
+      case 'scale':
+        return (
+          earlier.op.kind === 'scale' &&
+          earlier.op.version === op.version &&
+          op.limits.minWorkers !== undefined &&
+          op.limits.maxWorkers !== undefined
+        );
+      case 'set-default':
+        return earlier.op.kind === 'set-default';
+      case 'register':
+        return false;
+    }
+  };
+  return [...log.filter((earlier) => !moot(earlier)), next];
 }
