@@ -221,8 +221,8 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     server.startupRegistered = true;
   };
   if (ingress) {
-    // An ingress process listens once it serves what the others serve; one that replaces a
-    // process that died also waits for its models to load, the others serving meanwhile.
+    // An ingress process listens once it serves what the others serve; all but the first also
+    // wait for their models to load, the first serving meanwhile.
     await registerStartupModels();
     const { othersServe } = await ingress.ready();
     if (othersServe) await Promise.all(models.list().map((entry) => entry.loading));

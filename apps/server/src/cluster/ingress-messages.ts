@@ -41,8 +41,9 @@ export type IngressMessage =
 /** The primary's answer to `ready`. */
 export interface IngressStart {
   /**
-   * Other processes serve already (this one replaces one that died): it listens once its
-   * models are loaded, so that it never answers "still loading" for what the others serve.
+   * Another process got here first (at start, or this one replaces one that died): this one
+   * listens once its models are loaded, so that it never answers "still loading" for what the
+   * other serves. Only the first process listens while its models load, as one server does.
    */
   readonly othersServe: boolean;
 }
