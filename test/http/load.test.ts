@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NDList, Tensor, encodeNpz } from '@kiln/core';
+import { collectGarbage, residentBytes } from '@kiln/testing';
 import { buildModelStore } from '../support/fixtures.js';
 import { type TestServer, sleep, startTestServer, tempDir } from '../support/server-harness.js';
 
@@ -30,12 +31,10 @@ afterAll(async () => {
  * resident size, which malloc's arenas also move by a few percent either way.
  */
 async function settledMemory(): Promise<{ heap: number; rss: number }> {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (!gc) throw new Error('run with --expose-gc (test/vitest.config.ts sets it)');
   await sleep(200);
-  gc();
-  const { heapUsed, rss } = process.memoryUsage();
-  return { heap: heapUsed, rss };
+  // Full collections with turns between them, so that buffers' native memory is freed too.
+  await collectGarbage();
+  return { heap: process.memoryUsage().heapUsed, rss: await residentBytes() };
 }
 
 /** Runs `total` requests at `concurrency`, each checking that it got its own answer. */

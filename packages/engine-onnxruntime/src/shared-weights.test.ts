@@ -1,25 +1,16 @@
-import { cp, mkdtemp, readFile, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, readdir, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { NDList, Tensor } from '@kiln/core';
 import { type ResnetModel, resnetModel } from '@kiln/model-tools';
 import { loadSharedFileAddon } from '@kiln/shared-file-native';
-import { checkEngine, collectGarbage } from '@kiln/testing';
+import { checkEngine, collectGarbage, residentBytes } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeOrt } from './probe.js';
 import { loadOrtModel } from './test-support/load.js';
 
 const ort = await checkEngine('OnnxRuntime', probeOrt);
 const addon = loadSharedFileAddon();
-
-/**
- * Resident bytes counted page by page: the kernel's running total (what `process.memoryUsage`
- * reads) is kept per CPU and lags by several MiB.
- */
-async function exactRss(): Promise<number> {
-  const rollup = await readFile('/proc/self/smaps_rollup', 'utf8');
-  return Number(/^Rss:\s+(\d+) kB/m.exec(rollup)![1]) * 1024;
-}
 
 // Without the addon (no compiler where it was installed) sessions keep private copies; CI builds it.
 const addonMissing = addon.problem !== undefined && !process.env.CI;
@@ -63,7 +54,7 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     // Garbage is collected before every reading: a collection in between would hide growth.
     const settledRss = async () => {
       await collectGarbage();
-      return exactRss();
+      return residentBytes();
     };
     const before = await settledRss();
     const contexts = await Promise.all([0, 1, 2, 3].map(() => shared.newExecutionContext()));

@@ -6,3 +6,4 @@ export * from './fixtures/tfjs.js';
 export * from './fixtures/torchscript.js';
 export * from './fixtures/dlr.js';
 export * from './collect-garbage.js';
+export * from './resident-bytes.js';
