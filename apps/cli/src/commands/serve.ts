@@ -74,9 +74,11 @@ Examples:
       if (options.demo) models.push(`iris=${await ensureDemoModel(cli)}`);
       // Loaded here rather than at the top, so that the other commands do not pay for them.
       const [{ pino }, server] = await Promise.all([import('pino'), import('@kiln/server')]);
+      const ingress = server.IngressPeer.ofThisProcess();
       const config = server.loadServerConfig({
         ...(options.configFile ? { file: options.configFile } : {}),
         overrides: {
+          management_token: ingress?.managementToken,
           model_store: options.modelStore,
           inference_address: options.inferenceAddress,
           management_address: options.managementAddress,
@@ -88,7 +90,6 @@ Examples:
       // stdout carries the JSON log lines (access log included) and nothing else, so that it
       // stays machine-readable; what people read goes to stderr.
       const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'info' });
-      const ingress = server.IngressPeer.ofThisProcess();
       if (config.ingressProcesses > 1 && !ingress) {
         await servePrimary(cli, server, config, logger);
         return;
@@ -112,15 +113,20 @@ Examples:
       }
       printBanner(cli, kiln.urls, kiln.managementKey);
       reportModels(cli, kiln.models);
-      const stop = async (signal: string) => {
-        cli.err(`${signal}: draining in-flight requests…`);
-        await kiln.stop();
-        cli.err('stopped');
-        process.exit(0);
-      };
-      process.once('SIGTERM', () => void stop('SIGTERM'));
-      process.once('SIGINT', () => void stop('SIGINT'));
+      drainOnSignals(cli, () => kiln.stop());
     });
+}
+
+/** SIGTERM or Ctrl-C: answer what was accepted, then exit 0. */
+function drainOnSignals(cli: CliContext, stop: () => Promise<void>): void {
+  const drain = async (signal: string) => {
+    cli.err(`${signal}: draining in-flight requests…`);
+    await stop();
+    cli.err('stopped');
+    process.exit(0);
+  };
+  process.once('SIGTERM', () => void drain('SIGTERM'));
+  process.once('SIGINT', () => void drain('SIGINT'));
 }
 
 type ServerModule = typeof ServerExports;
@@ -143,16 +149,9 @@ async function servePrimary(
     processes: config.ingressProcesses,
     log: logger,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
-    ...(key ? { env: { [server.envKeyFor('management_token')]: key.token } } : {}),
+    ...(key ? { managementToken: key.token } : {}),
   });
-  const stop = async (signal: string) => {
-    cli.err(`${signal}: draining in-flight requests…`);
-    await primary.stop();
-    cli.err('stopped');
-    process.exit(0);
-  };
-  process.once('SIGTERM', () => void stop('SIGTERM'));
-  process.once('SIGINT', () => void stop('SIGINT'));
+  drainOnSignals(cli, () => primary.stop());
   const urls = await primary.listening;
   printBanner(cli, urls, key, config.ingressProcesses);
 }

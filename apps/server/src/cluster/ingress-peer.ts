@@ -14,6 +14,11 @@ import { type ManagementOp, type ManagementResult, applyManagementOp } from './m
 
 /** The environment variable that tells an ingress process its place (0, 1, …). */
 export const INGRESS_INDEX_ENV = 'KILN_INGRESS_INDEX';
+/**
+ * The management token from the primary: read and removed at once, so that nothing this
+ * process starts (engine workers, a model's Python handler) inherits it.
+ */
+export const INGRESS_TOKEN_ENV = 'KILN_INGRESS_MANAGEMENT_TOKEN';
 
 /** How long the primary waits for one process's metrics, ms. */
 export const METRICS_TIMEOUT_MS = 5_000;
@@ -36,7 +41,11 @@ export class IngressPeer {
   private stopHandler: (() => void) | undefined;
   private stopAsked = false;
 
-  private constructor(readonly index: number) {
+  private constructor(
+    readonly index: number,
+    /** The token the primary gave every process; undefined with authorization off. */
+    readonly managementToken: string | undefined,
+  ) {
     process.on('message', (message: unknown) => {
       if (isIngressMessage(message)) void this.onMessage(message);
     });
@@ -47,7 +56,9 @@ export class IngressPeer {
   static ofThisProcess(): IngressPeer | undefined {
     const index = process.env[INGRESS_INDEX_ENV];
     if (!cluster.isWorker || index === undefined || !process.send) return undefined;
-    return new IngressPeer(Number(index));
+    const token = process.env[INGRESS_TOKEN_ENV];
+    delete process.env[INGRESS_TOKEN_ENV];
+    return new IngressPeer(Number(index), token);
   }
 
   /** Called by the server once its models and metrics exist. */
@@ -89,7 +100,7 @@ export class IngressPeer {
     if (this.requests.settle(message)) return;
     switch (message.kiln) {
       case 'apply':
-        this.send(
+        this.reply(
           await replyTo(message.id, () =>
             applyManagementOp(this.attached().models, message.op, {
               following: message.following,
@@ -98,7 +109,7 @@ export class IngressPeer {
         );
         return;
       case 'metrics-json':
-        this.send(await replyTo(message.id, () => this.attached().metricsJson()));
+        this.reply(await replyTo(message.id, () => this.attached().metricsJson()));
         return;
       case 'stop':
         this.stopAsked = true;
@@ -113,6 +124,11 @@ export class IngressPeer {
     if (!this.local)
       throw new KilnError(KilnErrorCode.ModelNotReady, 'this ingress process is still starting');
     return this.local;
+  }
+
+  /** A reply to a primary that is gone has nobody to read it (this process exits with it). */
+  private reply(message: IngressMessage): void {
+    if (process.connected) process.send!(message);
   }
 
   private send(message: IngressMessage): void {

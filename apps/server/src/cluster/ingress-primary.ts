@@ -9,7 +9,7 @@ import {
   isIngressMessage,
   replyTo,
 } from './ingress-messages.js';
-import { INGRESS_INDEX_ENV, METRICS_TIMEOUT_MS } from './ingress-peer.js';
+import { INGRESS_INDEX_ENV, INGRESS_TOKEN_ENV, METRICS_TIMEOUT_MS } from './ingress-peer.js';
 import {
   type AppliedOp,
   type ManagementOp,
@@ -21,8 +21,8 @@ export interface IngressPrimaryOptions {
   /** How many ingress processes to run (each serves every model on the shared listeners). */
   readonly processes: number;
   readonly log: Logger;
-  /** Environment every ingress process gets besides this one's (e.g. the management token). */
-  readonly env?: Readonly<Record<string, string>>;
+  /** The management API's token every process takes (each would otherwise make its own). */
+  readonly managementToken?: string;
   /** How long a process may drain on stop before it is killed, ms. */
   readonly shutdownTimeoutMs: number;
 }
@@ -67,9 +67,9 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
   let applied: AppliedOp[] = [];
   let queue: Promise<void> = Promise.resolve();
   let stopping: Promise<void> | undefined;
+  // The first process to listen resolves it; later calls change nothing.
   let listeningResolve!: (urls: ListenerInfo) => void;
   let listeningReject!: (error: Error) => void;
-  let isListening = false;
   const listening = new Promise<ListenerInfo>((resolve, reject) => {
     listeningResolve = resolve;
     listeningReject = reject;
@@ -108,7 +108,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
         );
         return result;
       });
-      if (worker?.isConnected()) worker.send(reply);
+      sendTo(worker, reply);
     });
 
   /**
@@ -130,11 +130,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
       if (slot.worker !== worker || !worker?.isConnected()) return;
       const othersServe = slots.some((s) => s !== slot && s.following);
       slot.following = true;
-      worker.send({
-        kiln: 'reply',
-        id,
-        value: { othersServe } satisfies IngressStart,
-      } satisfies IngressMessage);
+      sendTo(worker, { kiln: 'reply', id, value: { othersServe } satisfies IngressStart });
     });
 
   const onGatherMetrics = async (origin: Slot, id: number) => {
@@ -150,7 +146,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
       );
       return all.filter((json) => json !== undefined);
     });
-    if (origin.worker?.isConnected()) origin.worker.send(reply);
+    sendTo(origin.worker, reply);
   };
 
   const onMessage = (slot: Slot, message: IngressMessage) => {
@@ -158,10 +154,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     switch (message.kiln) {
       case 'listening':
         slot.listened = true;
-        if (!isListening) {
-          isListening = true;
-          listeningResolve(message.urls);
-        }
+        listeningResolve(message.urls);
         return;
       case 'ready':
         slot.answering = true;
@@ -179,9 +172,19 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
   };
 
   const fork = (slot: Slot) => {
-    const worker = cluster.fork({ ...options.env, [INGRESS_INDEX_ENV]: String(slot.index) });
+    const worker = cluster.fork({
+      [INGRESS_INDEX_ENV]: String(slot.index),
+      ...(options.managementToken ? { [INGRESS_TOKEN_ENV]: options.managementToken } : {}),
+    });
     slot.worker = worker;
-    slot.requests = new IpcRequests((message) => worker.send(message));
+    slot.requests = new IpcRequests((message) => {
+      if (!sendTo(worker, message)) throw new Error(`ingress process ${slot.index} is gone`);
+    });
+    // A send racing the process's exit fails with an 'error' event, which unheard would end
+    // this process: the exit itself is handled below.
+    worker.on('error', (error: unknown) =>
+      log.debug({ ingress: slot.index, error: messageOf(error) }, 'ingress channel error'),
+    );
     slot.answering = false;
     slot.following = false;
     slot.startedAt = Date.now();
@@ -218,9 +221,10 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
       { ingress: slot.index, code, signal, restartInMs: delay },
       'ingress process exited; starting another',
     );
+    // Not unref'd: with every process gone at once, this timer is what keeps the server alive.
     setTimeout(() => {
       if (!stopping) fork(slot);
-    }, delay).unref();
+    }, delay);
   };
 
   const stop = () =>
@@ -231,9 +235,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
           if (!worker) return;
           const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
           // A process still starting may not hear messages yet; it has accepted nothing either.
-          if (slot.answering && worker.isConnected())
-            worker.send({ kiln: 'stop' } satisfies IngressMessage);
-          else worker.process.kill('SIGTERM');
+          if (!slot.answering || !sendTo(worker, { kiln: 'stop' })) worker.process.kill('SIGTERM');
           const timer = setTimeout(
             () => worker.process.kill('SIGKILL'),
             options.shutdownTimeoutMs + 5_000,
@@ -259,6 +261,13 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     fork(slot);
   }
   return { listening, stop };
+}
+
+/** Sends if the process's channel is open; false when it is not. */
+function sendTo(worker: Worker | undefined, message: IngressMessage): boolean {
+  if (!worker?.isConnected()) return false;
+  worker.send(message);
+  return true;
 }
 
 function nameOf(op: ManagementOp): string {
