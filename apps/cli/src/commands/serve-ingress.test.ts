@@ -107,6 +107,13 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
   it('applies management calls in every process, and a replacement process replays them', async () => {
     const registered = await manage('POST', `/models?url=${path.basename(models.iris)}`);
     expect(registered.status).toBe(200);
+    // Each process budgets its share of the cores: a model's default worker limit is that share.
+    const [described] = (await (await manage('GET', '/models/iris')).json()) as {
+      workerGroups: { maxWorkers: number }[];
+    }[];
+    expect(described!.workerGroups[0]!.maxWorkers).toBe(
+      Math.max(1, Math.floor(os.availableParallelism() / 2)),
+    );
     // Each connection goes to the next process: a process without the model would answer 404.
     expect(await statuses(`${inference}/predictions/iris`, IRIS, 12)).toEqual(Array(12).fill(200));
     // One process's share of the metrics would show about half of them.

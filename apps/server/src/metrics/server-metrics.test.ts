@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { AggregatorRegistry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { ServerMetrics } from './server-metrics.js';
 
@@ -6,6 +7,34 @@ const figure = (text: string, name: string) =>
   Number(new RegExp(`^kiln_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(text)?.[1]);
 
 describe('ServerMetrics', () => {
+  it('sums over ingress processes where a sum means something, and says how many answered', async () => {
+    const processes = [new ServerMetrics(), new ServerMetrics()];
+    try {
+      const [a, b] = processes as [ServerMetrics, ServerMetrics];
+      a.modelStatus.set({ model: 'm' }, 1);
+      b.modelStatus.set({ model: 'm' }, 0); // still loading there
+      a.modelLoadSeconds.set({ model: 'm' }, 0.4);
+      b.modelLoadSeconds.set({ model: 'm' }, 0.9);
+      a.requests.inc({ api: 'inference', route: '/r', model: 'm', status: '200' }, 3);
+      b.requests.inc({ api: 'inference', route: '/r', model: 'm', status: '200' }, 4);
+      const text = await AggregatorRegistry.aggregate(
+        await Promise.all(processes.map((m) => m.registry.getMetricsAsJSON())),
+      ).metrics();
+      expect(text).toMatch(/^kiln_ingress_processes 2$/m);
+      expect(text).toMatch(/^kiln_model_ready\{model="m"\} 0$/m);
+      expect(text).toMatch(/^kiln_model_load_seconds\{model="m"\} 0\.9$/m);
+      expect(text).toMatch(/^kiln_requests_total\{[^}]*\} 7$/m);
+      // Loop delays: the worse process's, not the sum of two loops' delays.
+      const json = await a.registry.getMetricsAsJSON();
+      for (const name of ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99'])
+        expect(
+          json.find((m) => m.name === `kiln_nodejs_eventloop_lag_${name}_seconds`)?.aggregator,
+        ).toBe('max');
+    } finally {
+      for (const m of processes) m.close();
+    }
+  });
+
   it('reports the event loop delay without the 10 ms sampling interval', async () => {
     const metrics = new ServerMetrics();
     try {
