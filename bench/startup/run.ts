@@ -145,20 +145,32 @@ try {
     `  ${goalLine('Kiln first start ÷ naive', ratioSpread(ms['kiln-first']!, ms.naive!), { atMost: 1.5 })}`,
   );
 
-  const rss = async (workers: number): Promise<number> => {
+  /**
+   * Memory of `kiln serve` with `workers` workers per process in `processes` processes, read
+   * by `read(pid)` after 8 predictions once every process serves.
+   */
+  const memoryOf = async (
+    workers: number,
+    processes: number,
+    read: (pid: number) => number,
+  ): Promise<number> => {
     writeFileSync(
       join(model.dir, 'serving.properties'),
       `minWorkers=${workers}\nmaxWorkers=${workers}\n`,
     );
-    const { child, url } = startKiln(KILN_BUILT, model.dir, home);
+    const { child, url, metricsUrl } = startKiln(KILN_BUILT, model.dir, home, {
+      KILN_INGRESS_PROCESSES: String(processes),
+    });
     try {
       await firstPrediction(url, body, performance.now());
+      if (processes > 1) await allProcessesReady(metricsUrl, processes);
       await Promise.all(Array.from({ length: 8 }, () => firstPrediction(url, body, 0)));
-      return rssMiB(child.pid!);
+      return read(child.pid!);
     } finally {
       await stopChild(child);
     }
   };
+  const rss = (workers: number) => memoryOf(workers, 1, rssMiB);
   const memory = await alternateRounds(
     [
       { name: 'one', measure: () => rss(1) },
@@ -173,20 +185,7 @@ try {
     `  ${goalLine('4 workers ÷ 1', ratioSpread(memory.four!, memory.one!), { atMost: 1.3 })}`,
   );
 
-  const pssOf = async (processes: number): Promise<number> => {
-    writeFileSync(join(model.dir, 'serving.properties'), 'minWorkers=1\nmaxWorkers=1\n');
-    const { child, url, metricsUrl } = startKiln(KILN_BUILT, model.dir, home, {
-      KILN_INGRESS_PROCESSES: String(processes),
-    });
-    try {
-      await firstPrediction(url, body, performance.now());
-      if (processes > 1) await allProcessesReady(metricsUrl, processes);
-      await Promise.all(Array.from({ length: 8 }, () => firstPrediction(url, body, 0)));
-      return pssTreeMiB(child.pid!);
-    } finally {
-      await stopChild(child);
-    }
-  };
+  const pssOf = (processes: number) => memoryOf(1, processes, pssTreeMiB);
   const tree = await alternateRounds(
     [
       { name: 'one', measure: () => pssOf(1) },
