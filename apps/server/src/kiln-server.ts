@@ -1,21 +1,11 @@
 import fs from 'node:fs';
-import type http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import Koa from 'koa';
-import Router from '@koa/router';
 import { pino, type Logger } from 'pino';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server-config.js';
-import { accessLog } from './http/access-log.js';
-import type { GrpcListener } from './grpc/grpc-listener.js';
 import type { IngressPeer } from './cluster/ingress-peer.js';
 import { applyManagementOp } from './cluster/management-ops.js';
-import { errorMiddleware } from './http/error-middleware.js';
-import { fastPredictions } from './http/fast-predictions.js';
-import { inferenceOpenApi, managementOpenApi } from './http/openapi.js';
-import { requestMetrics } from './http/request-metrics.js';
-import { TurnBudget, turnBudgetMiddleware } from './http/turn-budget.js';
+import type { Listeners } from './http/listeners.js';
 import { ServerMetrics } from './metrics/server-metrics.js';
 import {
   DEFAULT_ENGINE_MODULES,
@@ -25,15 +15,8 @@ import {
 import type { ModelEntry } from './models/model-entry.js';
 import { ModelManager } from './models/model-manager.js';
 import { sampleGauges } from './models/pool-metrics.js';
-import { generationRoutes } from './generation/generation-routes.js';
-import { inferenceRoutes } from './routes/inference-routes.js';
-import { managementRoutes } from './routes/management-routes.js';
 import type { ServerContext } from './routes/server-context.js';
-import { v2Routes } from './routes/v2-routes.js';
-import { type HostPolicy, checkHostAndOrigin, hostPolicy } from './security/host-origin.js';
-import { createGuardedServer } from './security/listener-guard.js';
 import { type ManagementKey, resolveManagementKey } from './security/management-key.js';
-import { requireToken } from './security/token-auth.js';
 import { SERVER_VERSION } from './version.js';
 
 export interface StartServerOptions {
@@ -91,44 +74,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     startupRegistered: false,
     manage: ingress ? (op) => ingress.manage(op) : (op) => applyManagementOp(models, op),
   };
-  const errorOptions = { overloadStatus: config.overloadStatus, retryAfterS: config.retryAfterS };
 
-  const inference = new Koa();
-  // Logging and metrics sit outside the error handler so that they see the final status.
-  if (config.accessLog) inference.use(accessLog(log, 'inference'));
-  const known = (name: string) => models.has(name);
-  inference.use(requestMetrics(metrics, 'inference', known));
-  inference.use(errorMiddleware(errorOptions, log));
-  inference.use(hostGuard(config.inferenceAddress, config));
-  const turnBudget =
-    config.eventLoopTurnBudgetMs > 0 ? new TurnBudget(config.eventLoopTurnBudgetMs) : undefined;
-  if (turnBudget) inference.use(turnBudgetMiddleware(turnBudget, isHealthCheck));
-  const inferenceMeta = new Router();
-  inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
-  for (const router of [
-    inferenceMeta,
-    generationRoutes(server),
-    inferenceRoutes(server),
-    v2Routes(server),
-  ])
-    inference.use(router.routes()).use(router.allowedMethods());
-
-  const management = new Koa();
-  // Logging and metrics sit outside the error handler so that they see the final status.
-  if (config.accessLog) management.use(accessLog(log, 'management'));
-  management.use(requestMetrics(metrics, 'management', known));
-  management.use(errorMiddleware(errorOptions, log));
-  management.use(hostGuard(config.managementAddress, config));
-  if (managementKey) management.use(requireToken(managementKey.token));
-  const managementMeta = new Router();
-  managementMeta.get('/openapi.json', (ctx) => (ctx.body = managementOpenApi(SERVER_VERSION)));
-  for (const router of [managementMeta, managementRoutes(server)])
-    management.use(router.routes()).use(router.allowedMethods());
-
-  const metricsApp = new Koa();
-  metricsApp.use(errorMiddleware(errorOptions, log));
-  metricsApp.use(hostGuard(config.metricsAddress, config));
-  const metricsRouter = new Router();
   const samplePools = () =>
     sampleGauges(
       metrics,
@@ -136,6 +82,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
         .list()
         .flatMap((e) => (e.pool ? [[e.name, e.pool] as [string, NonNullable<typeof e.pool>]] : [])),
     );
+  // Management calls the primary replays into this process apply to these models.
   ingress?.attach({
     models,
     metricsJson: () => {
@@ -143,53 +90,6 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
       return metrics.registry.getMetricsAsJSON();
     },
   });
-  metricsRouter.get('/metrics', async (ctx) => {
-    if (ingress) {
-      const { contentType, body } = await ingress.metricsText();
-      ctx.type = contentType;
-      ctx.body = body;
-      return;
-    }
-    samplePools();
-    ctx.type = metrics.registry.contentType;
-    ctx.body = await metrics.registry.metrics();
-  });
-  metricsApp.use(metricsRouter.routes()).use(metricsRouter.allowedMethods());
-
-  // Errors reach the client through errorMiddleware; what Koa still sees (sockets closed
-  // mid-write) belongs in the log, not on stderr.
-  for (const app of [inference, management, metricsApp]) {
-    app.silent = true;
-    app.on('error', (error: unknown) => log.debug({ err: error }, 'connection error'));
-  }
-
-  const listeners: http.Server[] = [];
-  const inferenceHandler = fastPredictions(
-    {
-      server,
-      hosts: listenerHosts(config.inferenceAddress, config),
-      errors: errorOptions,
-      budget: turnBudget,
-    },
-    inference.callback(),
-  );
-  const listen = async (app: Koa, address: string): Promise<string> => {
-    const { host, port } = parseAddress(address);
-    const handler = app === inference ? inferenceHandler : app.callback();
-    const httpServer = createGuardedServer(handler, {
-      maxConnections: config.maxConnections,
-      headersTimeoutMs: Math.min(config.clientHeaderTimeoutMs, config.requestTimeoutMs),
-      requestTimeoutMs: config.requestTimeoutMs,
-      maxBodyBytes: config.maxRequestSize,
-    });
-    await new Promise<void>((resolve, reject) => {
-      httpServer.once('error', reject);
-      httpServer.listen(port, host, () => resolve());
-    });
-    listeners.push(httpServer);
-    const bound = httpServer.address() as AddressInfo;
-    return `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
-  };
 
   // Registered one after another (loading still runs in the background), so that the first
   // version given for a name is its default, whatever order the inspections finish in.
@@ -220,32 +120,30 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     }
     server.startupRegistered = true;
   };
+  // The startup models start loading before the HTTP side is imported, so that their threads
+  // load them while it does; /ping answers 503 until every one of them is registered.
+  const registering = registerStartupModels();
+  await startupModelsLocated(registering, models);
+  const listenersModule = import('./http/listeners.js');
   if (ingress) {
     // An ingress process listens once it serves what the others serve; all but the first also
     // wait for their models to load, the first serving meanwhile.
-    await registerStartupModels();
+    await registering;
     const { othersServe } = await ingress.ready();
     if (othersServe) await Promise.all(models.list().map((entry) => entry.loading));
   }
 
-  let urls: ListenerInfo;
-  let grpc: GrpcListener | undefined;
+  let listeners: Listeners;
   try {
-    urls = {
-      inference: await listen(inference, config.inferenceAddress),
-      management: await listen(management, config.managementAddress),
-      metrics: await listen(metricsApp, config.metricsAddress),
-    };
-    if (config.grpcAddress) {
-      // gRPC's libraries load only for a server that listens for it.
-      const { listenGrpc } = await import('./grpc/grpc-listener.js');
-      grpc = await listenGrpc(server, config.grpcAddress);
-      urls = { ...urls, grpc: grpc.address };
-    }
+    const { openListeners } = await listenersModule;
+    listeners = await openListeners(server, { managementKey, ingress, samplePools });
   } catch (error) {
-    await Promise.all(listeners.map((l) => new Promise((resolve) => l.close(resolve))));
-    throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, 'cannot listen');
+    // Nothing listens: the models that started loading must not keep the process alive.
+    await registering;
+    await models.shutdown(0);
+    throw error;
   }
+  const { urls } = listeners;
   log.info(
     {
       ...urls,
@@ -259,8 +157,6 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     log.info({ keyFile: managementKey.keyFile }, 'management key written');
   else if (!managementKey) log.warn('management API token authorization is disabled');
 
-  if (!ingress) void registerStartupModels();
-
   let stopping: Promise<void> | undefined;
   return {
     urls,
@@ -272,18 +168,33 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
         server.accepting = false;
         await models.shutdown(config.shutdownTimeoutMs);
         metrics.close();
-        await Promise.all([
-          grpc?.close(config.shutdownTimeoutMs),
-          ...listeners.map(
-            (l) =>
-              new Promise<void>((resolve) => {
-                l.close(() => resolve());
-                l.closeIdleConnections();
-              }),
-          ),
-        ]);
+        await listeners.close(config.shutdownTimeoutMs);
       })()),
   };
+}
+
+/**
+ * The longest the listeners wait for the startup models to be located (a model downloaded or
+ * unpacked takes longer, and goes on loading after they listen).
+ */
+const STARTUP_LOCATE_WAIT_MS = 1000;
+
+/**
+ * Waits until the startup models are located and their workers begin to load, or
+ * STARTUP_LOCATE_WAIT_MS. Each step of locating a model waits for a turn of the event loop,
+ * which the import of the HTTP side would hold for its whole length.
+ */
+async function startupModelsLocated(
+  registering: Promise<void>,
+  models: ModelManager,
+): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<void>(
+    (resolve) => (timer = setTimeout(resolve, STARTUP_LOCATE_WAIT_MS)),
+  );
+  const located = registering.then(() => Promise.all(models.list().map((entry) => entry.located)));
+  await Promise.race([located, limit]);
+  clearTimeout(timer);
 }
 
 /** ShellTorch's lesson: a management API reachable from the network must demand a token. */
@@ -295,20 +206,6 @@ function checkListenerSecurity(config: ServerConfig): void {
       `management_address ${config.managementAddress} is reachable beyond this machine: token authorization cannot be disabled there`,
     );
   }
-}
-
-/** Refuses requests whose Host or Origin is not this listener's (DNS rebinding, CSRF). */
-function hostGuard(address: string, config: ServerConfig): Koa.Middleware {
-  const policy = listenerHosts(address, config);
-  return async (ctx, next) => {
-    checkHostAndOrigin(policy, ctx.get('host') || undefined, ctx.get('origin') || undefined);
-    await next();
-  };
-}
-
-/** The hosts and origins a listener at `address` accepts. */
-function listenerHosts(address: string, config: ServerConfig): HostPolicy {
-  return hostPolicy(parseAddress(address).host, config.allowedHosts, config.allowedOrigins);
 }
 
 /** `load_models`: URLs, or `ALL` for every model folder and archive in the store. */
@@ -335,12 +232,4 @@ function startupModels(config: ServerConfig): string[] {
 function placementOf(entry: ModelEntry): { placement?: string; placementReason?: string } {
   const placement = entry.pool?.describe().placement;
   return placement ? { placement: placement.kind, placementReason: placement.reason } : {};
-}
-
-/** Liveness and readiness probes: answered at once, never behind a turn budget. */
-const HEALTH_CHECK =
-  /^\/(?:ping|v2\/health\/(?:live|ready)|v2\/models\/[^/]+(?:\/versions\/[^/]+)?\/ready)$/;
-
-function isHealthCheck(path: string): boolean {
-  return HEALTH_CHECK.test(path);
 }

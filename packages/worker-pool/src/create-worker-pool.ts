@@ -50,6 +50,12 @@ export interface WorkerPoolOptions<M, I = ServingInput> {
    * from @kiln/batching over a request's length).
    */
   readonly bucketOf?: (input: I) => BucketKey | undefined;
+  /**
+   * Called once a recipe's model is located (archives unpacked, engine picked), as its
+   * workers begin to load: from then on the pool needs little of this thread until they are
+   * ready.
+   */
+  readonly onLocated?: () => void;
 }
 
 /** Creates a pool and starts its minimum of workers; rejects if they cannot start. */
@@ -68,6 +74,7 @@ export async function createWorkerPool<I, O>(
     return pool;
   }
   const planned = await planRecipe(options.model);
+  options.onLocated?.();
   if (planned.kind === 'shared') {
     const { model, translator } = planned;
     // The pool disposes the model when it shuts down, as it does when it cannot start.

@@ -23,6 +23,11 @@ export interface ModelEntry {
   generator?: GenerativeModel | undefined;
   /** Settled when loading ends, either way. */
   loading: Promise<void>;
+  /**
+   * Settled once the model is located and its workers begin to load, or when loading ends:
+   * from then on its load needs little of the main thread.
+   */
+  located: Promise<void>;
 }
 
 /** DJL's `/ping` status of a model version. */

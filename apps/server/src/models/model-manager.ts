@@ -109,6 +109,7 @@ export class ModelManager {
       pool: undefined,
       signature: undefined,
       loading: Promise.resolve(),
+      located: Promise.resolve(),
     };
     versions.set(version, entry);
     this.models.set(name, versions);
@@ -144,11 +145,14 @@ export class ModelManager {
       predictTimeoutMs: this.config.predictTimeoutMs,
       transferInputs: true,
     };
+    let located!: () => void;
+    entry.located = new Promise((resolve) => (located = resolve));
     entry.loading = wantsRollingBatch(inspection.properties)
       ? this.loadGenerative(entry, () =>
           GenerativeModel.load(name, inspection, this.generationMetrics),
         )
-      : this.load(entry, request, settings);
+      : this.load(entry, request, settings, located);
+    void entry.loading.then(located);
     for (const listener of this.registrationListeners) listener(entry);
     if (options.synchronous) {
       await entry.loading;
@@ -331,6 +335,7 @@ export class ModelManager {
     entry: ModelEntry,
     request: RegisterRequest,
     settings: WorkerPoolSettingsInput,
+    onLocated: () => void,
   ): Promise<void> {
     const started = performance.now();
     try {
@@ -344,6 +349,7 @@ export class ModelManager {
           ...this.sourceOptions(),
         },
         settings,
+        onLocated,
       });
       if (entry.state === 'UNLOADING') {
         await pool.shutdown({ drain: false });

@@ -1,0 +1,104 @@
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Tensor, encodeNpy } from '@kiln/core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
+import { KILN_BIN, STACK_TRACE, kiln } from '../test-support/run-binary.js';
+
+const run = await ortAvailable();
+
+/** A loopback port held by a listener of this process until `close()`. */
+async function takenPort(): Promise<{ port: number; close(): Promise<void> }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe.skipIf(!run)('kiln serve starting with a model', () => {
+  let models: TestModels;
+  let home: string;
+
+  beforeAll(async () => {
+    models = await makeTestModels('kiln-cli-startup-');
+    home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-startup-home-'));
+  });
+  afterAll(async () => {
+    await models?.remove();
+    await rm(home, { recursive: true, force: true });
+  });
+
+  it('answers its startup model 503 while it loads, never 404, then 200', async () => {
+    const free = await takenPort();
+    await free.close();
+    const server = spawn(
+      KILN_BIN,
+      [
+        'serve',
+        '-m',
+        `mlp=${models.mlp}`,
+        '--inference-address',
+        `http://127.0.0.1:${free.port}`,
+        '--management-address',
+        'http://127.0.0.1:0',
+        '--metrics-address',
+        'http://127.0.0.1:0',
+      ],
+      { env: { ...process.env, KILN_HOME: home }, stdio: 'ignore' },
+    );
+    const body = encodeNpy(new Tensor('float32', new Float32Array(16).fill(0.5), [1, 16]));
+    const statuses: number[] = [];
+    try {
+      const deadline = Date.now() + 60_000;
+      while (statuses.at(-1) !== 200 && Date.now() < deadline) {
+        try {
+          const response = await fetch(`http://127.0.0.1:${free.port}/predictions/mlp`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-npy' },
+            body,
+          });
+          await response.arrayBuffer();
+          statuses.push(response.status);
+        } catch {
+          // not listening yet
+        }
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      }
+    } finally {
+      server.kill('SIGKILL');
+    }
+    expect(statuses.at(-1)).toBe(200);
+    expect(statuses.filter((status) => status !== 503 && status !== 200)).toEqual([]);
+  }, 90_000);
+
+  it('stops loading its model and exits 1 when it cannot listen', async () => {
+    const taken = await takenPort();
+    try {
+      const result = await kiln(
+        [
+          'serve',
+          '-m',
+          `mlp=${models.mlp}`,
+          '--inference-address',
+          `http://127.0.0.1:${taken.port}`,
+          '--management-address',
+          'http://127.0.0.1:0',
+          '--metrics-address',
+          'http://127.0.0.1:0',
+        ],
+        { env: { KILN_HOME: home }, timeoutMs: 60_000 },
+      );
+      // A model still loading would keep it running until the timeout kills it (code null).
+      expect(result.code).toBe(1);
+      expect(result.stderr).toMatch(/cannot listen/);
+      expect(result.stderr).not.toMatch(STACK_TRACE);
+    } finally {
+      await taken.close();
+    }
+  }, 90_000);
+});
