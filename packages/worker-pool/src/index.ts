@@ -13,6 +13,10 @@ export type {
   ResolvedRecipe,
   WorkerFacts,
 } from './worker-protocol.js';
-export { startInferenceThread } from './inference-threads.js';
+export {
+  endSpareHostThreads,
+  prestartHostThread,
+  startInferenceThread,
+} from './inference-threads.js';
 export type { WorkerBackend, BatchRun } from './worker-backend.js';
 export type { ForwardProbe, ForwardProbeRequest } from './forward-probe.js';

@@ -61,8 +61,23 @@ export class HostThread {
   attach(listener: HostedListener): number {
     const id = this.nextWorker++;
     this.listeners.set(id, listener);
-    if (this.shared) this.worker.ref();
+    this.worker.ref();
     return id;
+  }
+
+  /** Waits unattached without keeping the process alive (a spare). */
+  park(): void {
+    this.worker.unref();
+  }
+
+  /** The thread's id, as `threadId` reads on it. */
+  get threadId(): number {
+    return this.worker.threadId;
+  }
+
+  /** Hosts no worker yet. */
+  get idle(): boolean {
+    return this.listeners.size === 0;
   }
 
   /** Forgets a worker; a thread of its own ends with it. */
@@ -103,6 +118,42 @@ export class HostThread {
 }
 
 const sharedHosts = new Map<string, HostThread>();
+
+/** Threads started ahead of need (prestartHostThread), the oldest taken first. */
+const spareHosts: HostThread[] = [];
+
+/**
+ * Starts a host thread before a worker needs one: Node's start and Kiln's modules on that
+ * thread then overlap whatever this thread does meanwhile (a server importing its own modules),
+ * and the next worker with a thread of its own takes it. A spare no worker took after
+ * `endAfterMs` (30 s by default) ends, so that a server whose models run elsewhere does not
+ * keep it; it never keeps the process alive. Returns its thread id.
+ */
+export function prestartHostThread(options: { endAfterMs?: number } = {}): number {
+  const host = new HostThread(false);
+  host.park();
+  spareHosts.push(host);
+  setTimeout(() => {
+    const index = spareHosts.indexOf(host);
+    if (index < 0) return;
+    spareHosts.splice(index, 1);
+    void host.terminate();
+  }, options.endAfterMs ?? 30_000).unref();
+  return host.threadId;
+}
+
+/** Ends the spares no worker took (a process that turns out to serve no model itself). */
+export function endSpareHostThreads(): void {
+  for (const spare of spareHosts.splice(0)) void spare.terminate();
+}
+
+/** A thread for one worker alone: a spare when one is running, else a new one. */
+export function ownHostThread(): HostThread {
+  for (let spare = spareHosts.shift(); spare; spare = spareHosts.shift()) {
+    if (spare.alive && spare.idle) return spare;
+  }
+  return new HostThread(false);
+}
 
 /** The process's shared host thread for `key` (an engine), started on first use. */
 export function sharedHostThread(key: string): HostThread {

@@ -9,7 +9,7 @@ import {
   servingInputToMessage,
   servingOutputFromMessage,
 } from '@kiln/core';
-import { HostThread, sharedHostThread } from './inference-threads.js';
+import { type HostThread, ownHostThread, sharedHostThread } from './inference-threads.js';
 import type { BatchRun, WorkerBackend } from './worker-backend.js';
 import type {
   FromHost,
@@ -57,7 +57,7 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
 
   start(): Promise<WorkerFacts> {
     const { sharedHost } = this.options;
-    const host = sharedHost === undefined ? new HostThread(false) : sharedHostThread(sharedHost);
+    const host = sharedHost === undefined ? ownHostThread() : sharedHostThread(sharedHost);
     this.host = host;
     this.hostedAs = host.attach({
       message: (message) => this.onMessage(message),

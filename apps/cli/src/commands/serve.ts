@@ -72,6 +72,10 @@ Examples:
         );
       else if (options.model_name) throw new UsageError('--model_name needs --model_dir');
       if (options.demo) models.push(`iris=${await ensureDemoModel(cli)}`);
+      // A model's first thread starts now, and loads Node and Kiln's modules while this thread
+      // imports the server's.
+      const pools = models.length > 0 ? await import('@kiln/worker-pool') : undefined;
+      pools?.prestartHostThread();
       // Loaded here rather than at the top, so that the other commands do not pay for them.
       const [{ pino }, server] = await Promise.all([import('pino'), import('@kiln/server')]);
       const ingress = server.IngressPeer.ofThisProcess();
@@ -91,6 +95,8 @@ Examples:
       // stays machine-readable; what people read goes to stderr.
       const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'info' });
       if (config.ingressProcesses > 1 && !ingress) {
+        // The ingress processes serve the models; this one only keeps them running.
+        pools?.endSpareHostThreads();
         await servePrimary(cli, server, config, logger);
         return;
       }

@@ -1,0 +1,93 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { loadOrt } from '@kiln/engine-onnxruntime';
+import { tinyModel } from '@kiln/model-tools';
+import { checkEngine } from '@kiln/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createWorkerPool } from './create-worker-pool.js';
+import { endSpareHostThreads, prestartHostThread } from './inference-threads.js';
+
+const { run } = await checkEngine('OnnxRuntime', async () => {
+  await loadOrt();
+  return null;
+});
+
+describe.skipIf(!run)('a host thread started ahead of need', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'kiln-pool-spare-'));
+    await tinyModel(dir);
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  const threadPool = (onLocated?: () => void) =>
+    createWorkerPool({
+      model: { url: dir, engines: ['@kiln/engine-onnxruntime'] },
+      settings: { cores: 2, minWorkers: 1, maxWorkers: 1, placement: 'thread' },
+      ...(onLocated ? { onLocated } : {}),
+    });
+
+  it("is the thread a pool's first worker runs on, located before it is ready", async () => {
+    const spare = prestartHostThread();
+    const events: string[] = [];
+    const pool = await threadPool(() => events.push('located'));
+    events.push('ready');
+    try {
+      expect(pool.describe().workerGroups[0]!.workers[0]!.threadId).toBe(spare);
+      expect(events).toEqual(['located', 'ready']);
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
+  it('ends when no worker took it in time, and the next worker starts a thread of its own', async () => {
+    const spare = prestartHostThread({ endAfterMs: 50 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const pool = await threadPool();
+    try {
+      expect(pool.describe().workerGroups[0]!.workers[0]!.threadId).not.toBe(spare);
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
+  it('ends when the process turns out to need none', async () => {
+    const spare = prestartHostThread();
+    endSpareHostThreads();
+    const pool = await threadPool();
+    try {
+      expect(pool.describe().workerGroups[0]!.workers[0]!.threadId).not.toBe(spare);
+    } finally {
+      await pool.shutdown();
+    }
+  });
+});
+
+describe('a spare host thread', () => {
+  it('does not keep the process alive', async () => {
+    // A process that starts a spare and does nothing else ends on its own, at once.
+    const packageDir = fileURLToPath(new URL('..', import.meta.url));
+    const started = performance.now();
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [
+        '-C',
+        '@kiln/source',
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        "import { prestartHostThread } from '@kiln/worker-pool'; console.log(prestartHostThread());",
+      ],
+      { cwd: packageDir, timeout: 20_000 },
+    );
+    expect(Number(stdout)).toBeGreaterThan(0);
+    // The spare would hold the process for its 30 s lifetime if it were referenced.
+    expect(performance.now() - started).toBeLessThan(15_000);
+  }, 30_000);
+});
