@@ -1,9 +1,10 @@
 /**
- * Dynamic batching in Python mode: one Kiln server, one Python worker per model, the same
- * small numpy MLP (64 → hidden → hidden → 10, float32, one BLAS thread) served twice — with
- * batch_size=8 (max_batch_delay 5 ms; the handler stacks get_batches() into one matmul) and
- * with batch_size=1 (one handler call per request). Same wrk load (npy body, 384 B) on both;
- * rounds alternate; the gain is batched ÷ unbatched throughput within each round.
+ * Dynamic batching in Python mode: the same small numpy MLP (64 → hidden → hidden → 10,
+ * float32, one BLAS thread) served by `kiln serve` as installed (built JS, the bin's Node flags,
+ * one server process each, one Python worker) with batch_size=8 (max_batch_delay 5 ms; the
+ * handler stacks get_batches() into one matmul) and with batch_size=1 (one handler call per
+ * request). Same wrk load (npy body, 384 B) on both; rounds alternate; the gain is batched ÷
+ * unbatched throughput within each round.
  *
  *   node -C @kiln/source --import tsx bench/python-mode/batching.ts [--seconds 5] [--rounds 3] [--concurrency 32] [--hidden 256]
  */
@@ -16,7 +17,8 @@ import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../h
 import { alternateRounds } from '../harness/rounds.js';
 import { runLoad } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
-import { perCallSplit, startBenchServer } from './kiln-server.js';
+import { buildKilnCli, startKilnServe } from '../server/contenders.js';
+import { perCallSplit } from './per-call-split.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -64,21 +66,28 @@ def handle(inputs: Input):
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-python-batching-'));
 const models = { batched: 'batch_size=8\nmax_batch_delay=5\n', single: 'batch_size=1\n' };
-const urls = Object.entries(models).map(([name, properties]) => {
-  const dir = path.join(root, name);
-  fs.mkdirSync(dir);
-  fs.writeFileSync(path.join(dir, 'model.py'), MLP(hidden));
-  fs.writeFileSync(
-    path.join(dir, 'serving.properties'),
-    `option.pythonExecutable=${PYTHON}\nminWorkers=1\nmaxWorkers=1\n${properties}`,
-  );
-  return `${name}::Python=${dir}`;
-});
-// One BLAS thread per worker, as a server with one worker per core would run.
-process.env.OPENBLAS_NUM_THREADS = '1';
-process.env.OMP_NUM_THREADS = '1';
-
-const server = await startBenchServer(urls, Object.keys(models), 'error');
+buildKilnCli();
+let port = 18_500 + Math.floor(Math.random() * 1000);
+const servers = Object.fromEntries(
+  await Promise.all(
+    Object.entries(models).map(async ([name, properties]) => {
+      const dir = path.join(root, name);
+      fs.mkdirSync(dir);
+      fs.writeFileSync(path.join(dir, 'model.py'), MLP(hidden));
+      fs.writeFileSync(
+        path.join(dir, 'serving.properties'),
+        `engine=Python\noption.pythonExecutable=${PYTHON}\nminWorkers=1\nmaxWorkers=1\n${properties}`,
+      );
+      const at = (port += 3);
+      // One BLAS thread per worker, as a server with one worker per core would run.
+      const server = await startKilnServe(name, dir, at, [], {
+        OPENBLAS_NUM_THREADS: '1',
+        OMP_NUM_THREADS: '1',
+      });
+      return [name, { ...server, metrics: `http://127.0.0.1:${at + 2}` }] as const;
+    }),
+  ),
+);
 
 const body = Buffer.from(
   encodeNpy(new Tensor('float32', new Float32Array(64).fill(0.25), [1, 64])),
@@ -86,7 +95,7 @@ const body = Buffer.from(
 const errors: Record<string, number> = { batched: 0, single: 0 };
 const throughputOf = async (model: string) => {
   const options = {
-    url: `${server.urls.inference}/predictions/${model}`,
+    url: `${servers[model]!.url}/predictions/${model}`,
     body,
     headers: { 'content-type': 'tensor/npy' },
     concurrency,
@@ -109,12 +118,12 @@ try {
     ],
     { rounds, warmupRounds: 1 },
   );
-  const metrics = await (await fetch(`${server.urls.metrics}/metrics`)).text();
+  const metrics = await (await fetch(`${servers.batched!.metrics}/metrics`)).text();
   const meanBatch =
     Number(/kiln_batch_size_sum\{model="batched"\} ([\d.e+]+)/.exec(metrics)?.[1]) /
     Number(/kiln_batch_size_count\{model="batched"\} (\d+)/.exec(metrics)?.[1]);
   for (const model of Object.keys(models))
-    console.log(await perCallSplit(server.urls.metrics, model));
+    console.log(await perCallSplit(servers[model]!.metrics, model));
   console.log(
     `batch_size=8: ${formatSpread(spreadOf(figures.batched!))} req/s (mean batch ${meanBatch.toFixed(1)}); batch_size=1: ${formatSpread(spreadOf(figures.single!))} req/s; errors ${errors.batched} / ${errors.single}`,
   );
@@ -125,6 +134,6 @@ try {
   );
   console.log(machineLine());
 } finally {
-  await server.stop();
+  await Promise.all(Object.values(servers).map((server) => server.stop()));
   fs.rmSync(root, { recursive: true, force: true });
 }

@@ -20,7 +20,7 @@ import { alternateRounds } from '../harness/rounds.js';
 import { runLoad, type LoadResult } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
 import { buildKilnCli, startKilnServe } from '../server/contenders.js';
-import { perCallSplit } from './kiln-server.js';
+import { perCallSplit } from './per-call-split.js';
 
 const { values: args } = parseArgs({
   options: {
