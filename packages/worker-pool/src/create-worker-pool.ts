@@ -51,9 +51,8 @@ export interface WorkerPoolOptions<M, I = ServingInput> {
    */
   readonly bucketOf?: (input: I) => BucketKey | undefined;
   /**
-   * Called once a recipe's model is located (archives unpacked, engine picked), as its
-   * workers begin to load: from then on the pool needs little of this thread until they are
-   * ready.
+   * Called once a recipe's model is located (archives unpacked, engine picked), as it begins
+   * to load: from then on the pool needs little of this thread until its workers are ready.
    */
   readonly onLocated?: () => void;
 }
@@ -73,8 +72,7 @@ export async function createWorkerPool<I, O>(
     await pool.start();
     return pool;
   }
-  const planned = await planRecipe(options.model);
-  options.onLocated?.();
+  const planned = await planRecipe(options.model, options.onLocated);
   if (planned.kind === 'shared') {
     const { model, translator } = planned;
     // The pool disposes the model when it shuts down, as it does when it cannot start.

@@ -39,7 +39,10 @@ export type PlannedRecipe =
  * Locates the model once (archives unpacked, properties merged, engine picked) and decides
  * where it runs. Blocking engines are not loaded on this thread: their workers load them.
  */
-export async function planRecipe(recipe: ModelRecipe): Promise<PlannedRecipe> {
+export async function planRecipe(
+  recipe: ModelRecipe,
+  onLocated?: () => void,
+): Promise<PlannedRecipe> {
   const catalog = await engineCatalogFor(recipe.engines);
   const { registry, providerFor } = catalog;
   const load = await resolveModelLoad(recipe.url, {
@@ -48,6 +51,7 @@ export async function planRecipe(recipe: ModelRecipe): Promise<PlannedRecipe> {
     ...(recipe.cacheDir === undefined ? {} : { cacheDir: recipe.cacheDir }),
     ...(recipe.maxArchiveBytes === undefined ? {} : { maxArchiveBytes: recipe.maxArchiveBytes }),
   });
+  onLocated?.();
   const provider = load.engineName === undefined ? undefined : providerFor(load.engineName);
   if (provider?.execution === 'async') {
     const model = await loadResolvedModel(load, registry);

@@ -147,12 +147,16 @@ export class ModelManager {
     };
     let located!: () => void;
     entry.located = new Promise((resolve) => (located = resolve));
-    entry.loading = wantsRollingBatch(inspection.properties)
-      ? this.loadGenerative(entry, () =>
-          GenerativeModel.load(name, inspection, this.generationMetrics),
-        )
-      : this.load(entry, request, settings, located);
-    void entry.loading.then(located);
+    if (wantsRollingBatch(inspection.properties)) {
+      // Located by the inspection above; its decoder loads from there.
+      entry.loading = this.loadGenerative(entry, () =>
+        GenerativeModel.load(name, inspection, this.generationMetrics),
+      );
+      located();
+    } else {
+      entry.loading = this.load(entry, request, settings, located);
+      void entry.loading.then(located);
+    }
     for (const listener of this.registrationListeners) listener(entry);
     if (options.synchronous) {
       await entry.loading;

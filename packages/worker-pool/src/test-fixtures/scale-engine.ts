@@ -86,7 +86,7 @@ function crash(action: () => void): void {
   action();
 }
 
-async function loadScaleModel(request: ModelLoadRequest): Promise<Model> {
+export async function loadScaleModel(request: ModelLoadRequest): Promise<Model> {
   const file = path.join(request.modelDir, request.modelFile ?? MODEL_FILE);
   const { factor } = JSON.parse(await readFile(file, 'utf8')) as { factor: number };
   const busyMs = Number(request.options.busyMs ?? 0);

@@ -5,6 +5,8 @@ import { MODEL_FILE } from './scale-engine.js';
 
 /** The engine module thread workers register for the scale model. */
 export const SCALE_ENGINE_MODULE = new URL('./scale-engine.ts', import.meta.url).href;
+/** The same engine, loading its models on the calling thread (an async engine). */
+export const ASYNC_SCALE_ENGINE_MODULE = new URL('./async-scale-engine.ts', import.meta.url).href;
 /** The translator module for JSON vector bodies. */
 export const JSON_TRANSLATOR_MODULE = new URL('./json-translator.ts', import.meta.url).href;
 

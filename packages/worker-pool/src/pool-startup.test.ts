@@ -10,6 +10,8 @@ import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerPool } from './create-worker-pool.js';
 import { endSpareHostThreads, prestartHostThread } from './inference-threads.js';
+import { LOAD_GATE } from './test-fixtures/async-scale-engine.js';
+import { ASYNC_SCALE_ENGINE_MODULE, writeScaleModel } from './test-fixtures/scale-model-folder.js';
 
 const { run } = await checkEngine('OnnxRuntime', async () => {
   await loadOrt();
@@ -64,6 +66,33 @@ describe.skipIf(!run)('a host thread started ahead of need', () => {
       expect(pool.describe().workerGroups[0]!.workers[0]!.threadId).not.toBe(spare);
     } finally {
       await pool.shutdown();
+    }
+  });
+});
+
+describe('a pool over an engine that loads on the calling thread', () => {
+  it('calls onLocated before its model loads', async () => {
+    const dir = await writeScaleModel(2, { engine: 'TestAsyncScale' });
+    let open!: () => void;
+    const gates = globalThis as { [LOAD_GATE]?: Promise<void> };
+    gates[LOAD_GATE] = new Promise((resolve) => (open = resolve));
+    const events: string[] = [];
+    try {
+      const creating = createWorkerPool({
+        model: { url: dir, engines: [ASYNC_SCALE_ENGINE_MODULE] },
+        onLocated: () => events.push('located'),
+      });
+      // The load waits for the gate: only locating the model can have happened.
+      for (let i = 0; i < 500 && events.length === 0; i++)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(events).toEqual(['located']);
+      open();
+      const pool = await creating;
+      await pool.shutdown();
+    } finally {
+      open();
+      delete gates[LOAD_GATE];
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
