@@ -1,12 +1,17 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import http from 'node:http';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
-import { STACK_TRACE, kiln, spawnKilnServe } from '../test-support/run-binary.js';
+import {
+  STACK_TRACE,
+  kiln,
+  serveArgs,
+  spawnKilnServe,
+  takenPort,
+} from '../test-support/run-binary.js';
 import { waitFor } from '../test-support/wait-for-output.js';
 
 const run = await ortAvailable();
@@ -168,30 +173,18 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
 
 describe.skipIf(!run)('kiln serve --ingress-processes that cannot start', () => {
   it('exits with an error when the processes cannot listen', async () => {
-    const taken = net.createServer();
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    const { port } = taken.address() as net.AddressInfo;
+    const taken = await takenPort();
     const home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-ingress-fail-'));
     try {
-      const result = await kiln(
-        [
-          'serve',
-          '--ingress-processes',
-          '2',
-          '--inference-address',
-          `http://127.0.0.1:${port}`,
-          '--management-address',
-          'http://127.0.0.1:0',
-          '--metrics-address',
-          'http://127.0.0.1:0',
-        ],
-        { env: { KILN_HOME: home }, timeoutMs: 90_000 },
-      );
+      const result = await kiln(serveArgs(['--ingress-processes', '2'], taken.port), {
+        env: { KILN_HOME: home },
+        timeoutMs: 90_000,
+      });
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(/exited while starting/);
       expect(result.stderr).not.toMatch(STACK_TRACE);
     } finally {
-      taken.close();
+      await taken.close();
       await rm(home, { recursive: true, force: true });
     }
   }, 120_000);

@@ -1,24 +1,13 @@
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Tensor, encodeNpy } from '@kiln/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
-import { KILN_BIN, STACK_TRACE, kiln } from '../test-support/run-binary.js';
+import { KILN_BIN, STACK_TRACE, kiln, serveArgs, takenPort } from '../test-support/run-binary.js';
 
 const run = await ortAvailable();
-
-/** A loopback port held by a listener of this process until `close()`. */
-async function takenPort(): Promise<{ port: number; close(): Promise<void> }> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    close: () => new Promise((resolve) => server.close(() => resolve())),
-  };
-}
 
 describe.skipIf(!run)('kiln serve starting with a model', () => {
   let models: TestModels;
@@ -36,21 +25,10 @@ describe.skipIf(!run)('kiln serve starting with a model', () => {
   it('answers its startup model 503 while it loads, never 404, then 200', async () => {
     const free = await takenPort();
     await free.close();
-    const server = spawn(
-      KILN_BIN,
-      [
-        'serve',
-        '-m',
-        `mlp=${models.mlp}`,
-        '--inference-address',
-        `http://127.0.0.1:${free.port}`,
-        '--management-address',
-        'http://127.0.0.1:0',
-        '--metrics-address',
-        'http://127.0.0.1:0',
-      ],
-      { env: { ...process.env, KILN_HOME: home }, stdio: 'ignore' },
-    );
+    const server = spawn(KILN_BIN, serveArgs(['-m', `mlp=${models.mlp}`], free.port), {
+      env: { ...process.env, KILN_HOME: home },
+      stdio: 'ignore',
+    });
     const body = encodeNpy(new Tensor('float32', new Float32Array(16).fill(0.5), [1, 16]));
     const statuses: number[] = [];
     try {
@@ -79,20 +57,10 @@ describe.skipIf(!run)('kiln serve starting with a model', () => {
   it('stops loading its model and exits 1 when it cannot listen', async () => {
     const taken = await takenPort();
     try {
-      const result = await kiln(
-        [
-          'serve',
-          '-m',
-          `mlp=${models.mlp}`,
-          '--inference-address',
-          `http://127.0.0.1:${taken.port}`,
-          '--management-address',
-          'http://127.0.0.1:0',
-          '--metrics-address',
-          'http://127.0.0.1:0',
-        ],
-        { env: { KILN_HOME: home }, timeoutMs: 60_000 },
-      );
+      const result = await kiln(serveArgs(['-m', `mlp=${models.mlp}`], taken.port), {
+        env: { KILN_HOME: home },
+        timeoutMs: 60_000,
+      });
       // A model still loading would keep it running until the timeout kills it (code null).
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(/cannot listen/);

@@ -1,4 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
+import net from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export const KILN_BIN = fileURLToPath(new URL('../../bin/kiln.mjs', import.meta.url));
@@ -60,6 +61,23 @@ export function kiln(args: readonly string[], options?: RunOptions): Promise<Bin
 export const STACK_TRACE = /\n\s+at .+:\d+:\d+/;
 
 /**
+ * `kiln serve <args>` on loopback: inference on `inferencePort` (an ephemeral one by default),
+ * management and metrics on ephemeral ones.
+ */
+export function serveArgs(args: readonly string[], inferencePort = 0): string[] {
+  return [
+    'serve',
+    ...args,
+    '--inference-address',
+    `http://127.0.0.1:${inferencePort}`,
+    '--management-address',
+    'http://127.0.0.1:0',
+    '--metrics-address',
+    'http://127.0.0.1:0',
+  ];
+}
+
+/**
  * `kiln serve <args>` on ephemeral loopback ports, left running (its banner on stderr names
  * the ports).
  */
@@ -67,18 +85,15 @@ export function spawnKilnServe(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
 ): ChildProcessWithoutNullStreams {
-  return spawn(
-    KILN_BIN,
-    [
-      'serve',
-      ...args,
-      '--inference-address',
-      'http://127.0.0.1:0',
-      '--management-address',
-      'http://127.0.0.1:0',
-      '--metrics-address',
-      'http://127.0.0.1:0',
-    ],
-    { env: { ...process.env, NO_COLOR: '1', ...env } },
-  );
+  return spawn(KILN_BIN, serveArgs(args), { env: { ...process.env, NO_COLOR: '1', ...env } });
+}
+
+/** A loopback port a listener of this process holds until `close()`. */
+export async function takenPort(): Promise<{ port: number; close(): Promise<void> }> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
