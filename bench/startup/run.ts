@@ -3,20 +3,22 @@
  * (bench/server/naive-server.mjs), on ResNet-18 (random weights):
  * - start → first successful prediction: each server is started, a 1×3×224×224 npy body is
  *   POSTed until it answers 200; contenders alternate over the rounds (goal: Kiln ≤ 1.5×
- *   naive). Kiln runs as users run it from the registry — built JS (`apps/cli/dist`, made by
- *   `tsc -b` first) — and, for reference, from the repository's TypeScript sources. Kiln keeps
- *   ONNX models optimized for weight sharing under $KILN_HOME: "Kiln" starts with the entry the
- *   warm-up round left there (every start but the first on a machine), "Kiln, first start"
- *   with an empty $KILN_HOME each time.
- * - RSS of the Kiln process with 4 workers ÷ with 1 (minWorkers = maxWorkers), read from
- *   /proc after 8 predictions (goal ≤ 1.3).
+ *   naive). Kiln runs as users install it — the packed tarballs (tools/pack-all.mjs) installed
+ *   with npm into a fresh folder, `@kiln/cli` with `@kiln/engine-onnxruntime` — and, for
+ *   reference, as built in the repository (`apps/cli/dist`, made by `tsc -b` first; its
+ *   node_modules hold the other engines and the development tools too) and from the
+ *   repository's TypeScript sources. Kiln keeps ONNX models optimized for weight sharing under
+ *   $KILN_HOME: "Kiln" starts with the entry the warm-up round left there (every start but the
+ *   first on a machine), "Kiln, first start" (installed) with an empty $KILN_HOME each time.
+ * - RSS of the installed Kiln's process with 4 workers ÷ with 1 (minWorkers = maxWorkers),
+ *   read from /proc after 8 predictions (goal ≤ 1.3).
  * - Memory of `kiln serve` with 2 ingress processes against 1 (one worker each): PSS summed
  *   over the process tree, so that pages the processes share (the mapped weights) count once.
  *
  *   node -C @kiln/source --import tsx bench/startup/run.ts [--rounds 3]
  */
-import { type ChildProcess, fork } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { type ChildProcess, execFileSync, fork } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -101,6 +103,52 @@ function startNaive(modelDir: string): { child: ChildProcess; url: string } {
   return { child, url: `http://127.0.0.1:${port}/` };
 }
 
+/**
+ * Kiln as its users install it: every public package packed as `npm publish` would upload it,
+ * then `npm install` of the CLI with ONNX Runtime's engine (and the Kiln packages they need,
+ * from the same tarballs) into a fresh folder. Returns the installed CLI's entry.
+ */
+function installPackedKiln(dir: string): string {
+  const packsDir = join(dir, 'packs');
+  execFileSync(process.execPath, [join(ROOT, 'tools/pack-all.mjs'), '--out', packsDir], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const packs = JSON.parse(readFileSync(join(packsDir, 'packs.json'), 'utf8')) as {
+    name: string;
+    file: string;
+  }[];
+  const wanted = new Set([
+    '@kiln/cli',
+    '@kiln/engine-onnxruntime',
+    '@kiln/shared-file-native',
+    '@kiln/server',
+    '@kiln/core',
+    '@kiln/batching',
+    '@kiln/worker-pool',
+    '@kiln/benchmark',
+    '@kiln/model-tools',
+  ]);
+  const project = join(dir, 'installed');
+  mkdirSync(project);
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+  execFileSync(
+    'npm',
+    [
+      'install',
+      '--no-audit',
+      '--no-fund',
+      ...packs.filter((p) => wanted.has(p.name)).map((p) => p.file),
+    ],
+    {
+      cwd: project,
+      // onnxruntime-node's install script would fetch GPU providers from outside the registry.
+      env: { ...process.env, ONNXRUNTIME_NODE_INSTALL: 'skip' },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  return join(project, 'node_modules/@kiln/cli/dist/main.js');
+}
+
 function rssMiB(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) / 1024;
@@ -110,11 +158,16 @@ const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-startup-'));
 try {
   console.log(`startup: building dist (tsc -b apps/cli) — ${machineLine()}`);
   buildKilnCli();
+  console.log('startup: installing the packed tarballs into a fresh folder');
+  const installed = installPackedKiln(dir);
   const model = await resnetModel(join(dir, 'resnet'), { depth: 18 });
   const body = Buffer.from(
     encodeNpy(new Tensor('float32', new Float32Array(3 * 224 * 224).fill(0.5), [1, 3, 224, 224])),
   );
   const home = join(dir, 'kiln-home');
+  // Its own: the installed ONNX Runtime may be another version, whose optimized models would
+  // replace the repository's in a shared cache at every start.
+  const installedHome = join(dir, 'kiln-home-installed');
   let homes = 0;
   const freshHome = () => join(dir, `kiln-home-${++homes}`);
   const timed = (start: () => { child: ChildProcess; url: string }) => async () => {
@@ -128,19 +181,29 @@ try {
   };
   const ms = await alternateRounds(
     [
+      {
+        name: 'installed',
+        measure: timed(() => startKiln(installed, model.dir, installedHome)),
+      },
       { name: 'kiln', measure: timed(() => startKiln(KILN_BUILT, model.dir, home)) },
-      { name: 'kiln-first', measure: timed(() => startKiln(KILN_BUILT, model.dir, freshHome())) },
+      { name: 'kiln-first', measure: timed(() => startKiln(installed, model.dir, freshHome())) },
       { name: 'kiln-source', measure: timed(() => startKiln(KILN_SOURCE, model.dir, home)) },
       { name: 'naive', measure: timed(() => startNaive(model.dir)) },
     ],
     { rounds, warmupRounds: 1 },
   );
   console.log(
-    `start → first prediction, ResNet-18, ms: Kiln (built JS) ${formatSpread(spreadOf(ms.kiln!), 0)}, ` +
+    `start → first prediction, ResNet-18, ms: Kiln installed ${formatSpread(spreadOf(ms.installed!), 0)}, ` +
+      `Kiln (built in the repository) ${formatSpread(spreadOf(ms.kiln!), 0)}, ` +
       `Kiln first start (empty KILN_HOME) ${formatSpread(spreadOf(ms['kiln-first']!), 0)}, ` +
       `Kiln (TypeScript sources) ${formatSpread(spreadOf(ms['kiln-source']!), 0)}, naive ${formatSpread(spreadOf(ms.naive!), 0)}`,
   );
-  console.log(`  ${goalLine('Kiln ÷ naive', ratioSpread(ms.kiln!, ms.naive!), { atMost: 1.5 })}`);
+  console.log(
+    `  ${goalLine('Kiln installed ÷ naive', ratioSpread(ms.installed!, ms.naive!), { atMost: 1.5 })}`,
+  );
+  console.log(
+    `  Kiln built in the repository ÷ naive: ${formatSpread(ratioSpread(ms.kiln!, ms.naive!), 2)}`,
+  );
   console.log(
     `  ${goalLine('Kiln first start ÷ naive', ratioSpread(ms['kiln-first']!, ms.naive!), { atMost: 1.5 })}`,
   );
@@ -158,7 +221,7 @@ try {
       join(model.dir, 'serving.properties'),
       `minWorkers=${workers}\nmaxWorkers=${workers}\n`,
     );
-    const { child, url, metricsUrl } = startKiln(KILN_BUILT, model.dir, home, {
+    const { child, url, metricsUrl } = startKiln(installed, model.dir, installedHome, {
       KILN_INGRESS_PROCESSES: String(processes),
     });
     try {
