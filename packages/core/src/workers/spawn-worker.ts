@@ -18,8 +18,24 @@ export function siblingModule(callerUrl: string, name: string): URL {
  */
 export function spawnModuleWorker(moduleUrl: URL, options: WorkerOptions = {}): Worker {
   const data: unknown = options.workerData ?? {};
-  return new Worker(new URL('./worker-bootstrap.mjs', import.meta.url), {
+  return new Worker(workerEntry(), {
     ...options,
     workerData: { ...(data as object), [MODULE_KEY]: moduleUrl.href },
   });
+}
+
+const BOOTSTRAP = new URL('./worker-bootstrap.mjs', import.meta.url);
+
+/**
+ * The bootstrap, or a data: URL importing it when this process runs code given on the command
+ * line (`node --input-type=module -e …`): workers inherit `--input-type`, and with it a worker
+ * whose entry is a file fails to start (ERR_INPUT_TYPE_NOT_ALLOWED).
+ */
+function workerEntry(): URL {
+  const inputType = process.execArgv.some(
+    (f) => f === '--input-type' || f.startsWith('--input-type='),
+  );
+  if (!inputType) return BOOTSTRAP;
+  const code = `await import(${JSON.stringify(BOOTSTRAP.href)});`;
+  return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
 }
