@@ -75,11 +75,6 @@ export class HostThread {
     return this.worker.threadId;
   }
 
-  /** Hosts no worker yet. */
-  get idle(): boolean {
-    return this.listeners.size === 0;
-  }
-
   /** Forgets a worker; a thread of its own ends with it. */
   async detach(id: number): Promise<void> {
     this.listeners.delete(id);
@@ -149,8 +144,9 @@ export function endSpareHostThreads(): void {
 
 /** A thread for one worker alone: a spare when one is running, else a new one. */
 export function ownHostThread(): HostThread {
+  // A spare leaves the list when taken, so every one in it hosts nothing yet.
   for (let spare = spareHosts.shift(); spare; spare = spareHosts.shift()) {
-    if (spare.alive && spare.idle) return spare;
+    if (spare.alive) return spare;
   }
   return new HostThread(false);
 }

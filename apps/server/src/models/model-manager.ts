@@ -145,15 +145,14 @@ export class ModelManager {
       predictTimeoutMs: this.config.predictTimeoutMs,
       transferInputs: true,
     };
-    let located!: () => void;
-    entry.located = new Promise((resolve) => (located = resolve));
     if (wantsRollingBatch(inspection.properties)) {
-      // Located by the inspection above; its decoder loads from there.
+      // Located by the inspection above (entry.located is settled); its decoder loads from there.
       entry.loading = this.loadGenerative(entry, () =>
         GenerativeModel.load(name, inspection, this.generationMetrics),
       );
-      located();
     } else {
+      let located!: () => void;
+      entry.located = new Promise((resolve) => (located = resolve));
       entry.loading = this.load(entry, request, settings, located);
       void entry.loading.then(located);
     }

@@ -12,18 +12,6 @@ export function siblingModule(callerUrl: string, name: string): URL {
   return new URL(`${name}${extension}`, callerUrl);
 }
 
-/**
- * Starts a worker thread running `moduleUrl`, which may be TypeScript source or built JS.
- * `workerData` reaches the module unchanged (plus one private key).
- */
-export function spawnModuleWorker(moduleUrl: URL, options: WorkerOptions = {}): Worker {
-  const data: unknown = options.workerData ?? {};
-  return new Worker(workerEntry(), {
-    ...options,
-    workerData: { ...(data as object), [MODULE_KEY]: moduleUrl.href },
-  });
-}
-
 const BOOTSTRAP = new URL('./worker-bootstrap.mjs', import.meta.url);
 
 /**
@@ -31,11 +19,22 @@ const BOOTSTRAP = new URL('./worker-bootstrap.mjs', import.meta.url);
  * line (`node --input-type=module -e …`): workers inherit `--input-type`, and with it a worker
  * whose entry is a file fails to start (ERR_INPUT_TYPE_NOT_ALLOWED).
  */
-function workerEntry(): URL {
-  const inputType = process.execArgv.some(
-    (f) => f === '--input-type' || f.startsWith('--input-type='),
-  );
-  if (!inputType) return BOOTSTRAP;
-  const code = `await import(${JSON.stringify(BOOTSTRAP.href)});`;
-  return new URL(`data:text/javascript,${encodeURIComponent(code)}`);
+const WORKER_ENTRY = process.execArgv.some(
+  (flag) => flag === '--input-type' || flag.startsWith('--input-type='),
+)
+  ? new URL(
+      `data:text/javascript,${encodeURIComponent(`await import(${JSON.stringify(BOOTSTRAP.href)});`)}`,
+    )
+  : BOOTSTRAP;
+
+/**
+ * Starts a worker thread running `moduleUrl`, which may be TypeScript source or built JS.
+ * `workerData` reaches the module unchanged (plus one private key).
+ */
+export function spawnModuleWorker(moduleUrl: URL, options: WorkerOptions = {}): Worker {
+  const data: unknown = options.workerData ?? {};
+  return new Worker(WORKER_ENTRY, {
+    ...options,
+    workerData: { ...(data as object), [MODULE_KEY]: moduleUrl.href },
+  });
 }
