@@ -66,6 +66,16 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
   let token: string;
   const started: number[] = [];
 
+  /** Waits until the `count`th process has started and two processes serve again. */
+  const replaced = async (count: number) => {
+    await until(async () => started.length === count, 30_000, 'a replacement process');
+    await until(
+      async () => (await metric(metrics, PROCESSES)) === 2,
+      60_000,
+      'two processes again',
+    );
+  };
+
   const manage = (method: string, route: string) =>
     fetch(`${management}${route}`, { method, headers: { authorization: `Bearer ${token}` } });
 
@@ -131,12 +141,7 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
 
     expect(started).toHaveLength(2);
     process.kill(started[1]!, 'SIGKILL');
-    await until(async () => started.length === 3, 30_000, 'a replacement process');
-    await until(
-      async () => (await metric(metrics, PROCESSES)) === 2,
-      60_000,
-      'two processes again',
-    );
+    await replaced(3);
     // It listens only once it has registered iris too.
     expect(await statuses(`${inference}/predictions/iris`, IRIS, 12)).toEqual(Array(12).fill(200));
 
@@ -147,12 +152,7 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
 
   it('replaces a process signalled alone once it has drained', async () => {
     process.kill(started[0]!, 'SIGTERM');
-    await until(async () => started.length === 4, 30_000, 'a replacement process');
-    await until(
-      async () => (await metric(metrics, PROCESSES)) === 2,
-      60_000,
-      'two processes again',
-    );
+    await replaced(4);
     const tiny = JSON.stringify({
       inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }],
     });
