@@ -4,7 +4,8 @@
 //   npm run pack:all -- --out <dir>     (default: ./packs)
 //
 // Writes <dir>/<scope>-<name>-<version>.tgz per package and <dir>/packs.json, a list of
-// { name, version, file, size, unpackedSize, entryCount } that installers and tests read.
+// { name, version, file, size, unpackedSize, entryCount, kilnDependencies } that installers and
+// tests read (tools/packed-tarballs.mjs picks the tarballs an install needs from it).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -38,6 +39,7 @@ const packs = report.map(({ name, version, filename, size, unpackedSize, entryCo
   size,
   unpackedSize,
   entryCount,
+  kilnDependencies: kilnDependencies(packages.find((p) => p.name === name).dir),
 }));
 writeFileSync(join(out, 'packs.json'), `${JSON.stringify(packs, null, 2)}\n`);
 for (const p of packs) {
@@ -46,6 +48,12 @@ for (const p of packs) {
   );
 }
 console.log(`${packs.length} packages in ${out}`);
+
+/** The @kiln packages a package depends on (not its optional peers: the engines a user picks). */
+function kilnDependencies(dir) {
+  const { dependencies = {} } = JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8'));
+  return Object.keys(dependencies).filter((name) => name.startsWith('@kiln/'));
+}
 
 /** Workspaces (from the root package.json's globs) that are not private. */
 function publicWorkspaces() {

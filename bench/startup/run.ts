@@ -28,6 +28,7 @@ import { Tensor, encodeNpy } from '@kiln/core';
 import { resnetModel } from '@kiln/model-tools';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
+import { readPacks, tarballsFor } from '../../tools/packed-tarballs.mjs';
 import {
   KILN_BUILT,
   KILN_SOURCE,
@@ -113,21 +114,6 @@ function installPackedKiln(dir: string): string {
   execFileSync(process.execPath, [join(ROOT, 'tools/pack-all.mjs'), '--out', packsDir], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  const packs = JSON.parse(readFileSync(join(packsDir, 'packs.json'), 'utf8')) as {
-    name: string;
-    file: string;
-  }[];
-  const wanted = new Set([
-    '@kiln/cli',
-    '@kiln/engine-onnxruntime',
-    '@kiln/shared-file-native',
-    '@kiln/server',
-    '@kiln/core',
-    '@kiln/batching',
-    '@kiln/worker-pool',
-    '@kiln/benchmark',
-    '@kiln/model-tools',
-  ]);
   const project = join(dir, 'installed');
   mkdirSync(project);
   writeFileSync(join(project, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
@@ -137,7 +123,8 @@ function installPackedKiln(dir: string): string {
       'install',
       '--no-audit',
       '--no-fund',
-      ...packs.filter((p) => wanted.has(p.name)).map((p) => p.file),
+      // What `npm i @kiln/cli @kiln/engine-onnxruntime` brings from a registry.
+      ...tarballsFor(readPacks(packsDir), ['@kiln/cli', '@kiln/engine-onnxruntime']),
     ],
     {
       cwd: project,

@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import jpeg from 'jpeg-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resnetModel } from '@kiln/model-tools';
+import { type Pack, readPacks, tarballsFor } from '../../tools/packed-tarballs.mjs';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -28,25 +29,15 @@ const LIBTORCH_ADDON = path.join(
 const DLR_ADDON = path.join(ROOT, 'native', 'dlr', 'build', 'Release', 'kiln_dlr.node');
 const REQUIRED_ENGINES = (process.env.KILN_REQUIRE_ENGINES ?? '').toLowerCase().split(',');
 
-interface Pack {
-  name: string;
-  version: string;
-  file: string;
-  size: number;
-  unpackedSize: number;
-  entryCount: number;
-}
-
 let work: string;
 let packs: Pack[];
 
-/** The tarball of each named package. */
+/**
+ * What `npm i <names>` needs from the folder of tarballs: the named packages and the @kiln
+ * packages they depend on, which a registry would supply.
+ */
 function tarballs(...names: string[]): string[] {
-  return names.map((name) => {
-    const pack = packs.find((p) => p.name === name);
-    if (!pack) throw new Error(`${name} was not packed`);
-    return pack.file;
-  });
+  return tarballsFor(packs, names);
 }
 
 /** The environment of a user's shell: none of the outer npm run's settings leak in. */
@@ -113,7 +104,7 @@ beforeAll(async () => {
       maxBuffer: 64 << 20,
     },
   );
-  packs = JSON.parse(fs.readFileSync(path.join(work, 'packs', 'packs.json'), 'utf8')) as Pack[];
+  packs = readPacks(path.join(work, 'packs'));
 }, 300_000);
 
 afterAll(() => {
@@ -155,13 +146,7 @@ describe('in process: @kiln/core, @kiln/worker-pool and @kiln/engine-onnxruntime
   beforeAll(async () => {
     const installed = await project(
       'in-process',
-      tarballs(
-        '@kiln/core',
-        '@kiln/batching',
-        '@kiln/worker-pool',
-        '@kiln/engine-onnxruntime',
-        '@kiln/shared-file-native',
-      ),
+      tarballs('@kiln/core', '@kiln/worker-pool', '@kiln/engine-onnxruntime'),
     );
     dir = installed.dir;
     record(
@@ -292,20 +277,7 @@ describe('the server and the CLI with ONNX Runtime only', () => {
   let server: ChildProcess | undefined;
 
   beforeAll(async () => {
-    const installed = await project(
-      'cli',
-      tarballs(
-        '@kiln/cli',
-        '@kiln/server',
-        '@kiln/engine-onnxruntime',
-        '@kiln/shared-file-native',
-        '@kiln/core',
-        '@kiln/batching',
-        '@kiln/worker-pool',
-        '@kiln/benchmark',
-        '@kiln/model-tools',
-      ),
-    );
+    const installed = await project('cli', tarballs('@kiln/cli', '@kiln/engine-onnxruntime'));
     dir = installed.dir;
     record(
       `npm i @kiln/cli @kiln/engine-onnxruntime: ${installed.added} packages, node_modules ${(duBytes(path.join(dir, 'node_modules')) / MiB).toFixed(0)} MiB`,
@@ -378,20 +350,7 @@ describe('the server and the CLI with Python mode only', () => {
   let server: ChildProcess | undefined;
 
   beforeAll(async () => {
-    const installed = await project(
-      'python-only',
-      tarballs(
-        '@kiln/cli',
-        '@kiln/server',
-        '@kiln/engine-python',
-        '@kiln/shared-file-native',
-        '@kiln/core',
-        '@kiln/batching',
-        '@kiln/worker-pool',
-        '@kiln/benchmark',
-        '@kiln/model-tools',
-      ),
-    );
+    const installed = await project('python-only', tarballs('@kiln/cli', '@kiln/engine-python'));
     dir = installed.dir;
     expect(fs.existsSync(path.join(dir, 'node_modules', '@kiln', 'engine-onnxruntime'))).toBe(
       false,
@@ -481,7 +440,7 @@ if (!libtorchBuilt) {
 }
 
 describe('@kiln/engine-libtorch', () => {
-  const specs = () => tarballs('@kiln/engine-libtorch', '@kiln/libtorch-native', '@kiln/core');
+  const specs = () => tarballs('@kiln/engine-libtorch');
   const loadEngine = `
     import { provider } from '@kiln/engine-libtorch';
     try {
@@ -550,10 +509,7 @@ describe('@kiln/engine-dlr', () => {
   it.skipIf(!dlrBuilt && !REQUIRED_ENGINES.includes('dlr'))(
     'installs from the prebuilt addon and, without libdlr, says where it looked and how to fix it',
     async () => {
-      const installed = await project(
-        'dlr',
-        tarballs('@kiln/engine-dlr', '@kiln/dlr-native', '@kiln/core'),
-      );
+      const installed = await project('dlr', tarballs('@kiln/engine-dlr'));
       expect(installed.log).toMatch(
         /using the prebuilt addon .*prebuilds\/linux-x64\/kiln_dlr\.glibc\.node/,
       );
