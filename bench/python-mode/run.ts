@@ -2,7 +2,9 @@
  * Per-request cost of Kiln's Python mode: a Kiln execution context (one Python process, framed
  * IPC over pipes) calling handle(inputs) against the same handle called in-process in Python,
  * for a 600 kB float32 tensor and a 100-byte body. Rounds alternate; the overhead is taken
- * within each round (Kiln µs/call − in-process µs/call), median [min–max] over the rounds.
+ * within each round (Kiln µs/call − in-process µs/call), median [min–max] over the rounds. A
+ * bare echo of the same bytes over the same kind of sockets (bare-echo.ts) runs in the same
+ * rounds: the machine's floor for one round trip, and Kiln's own share above it.
  *
  *   node -C @kiln/source --import tsx bench/python-mode/run.ts [--rounds 5] [--calls 300]
  */
@@ -15,6 +17,7 @@ import { CPU, NDList, Tensor, parseServingProperties, type ExecutionContext } fr
 import { PYTHON_PACKAGE_DIR, createPythonEngine } from '@kiln/engine-python';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
+import { startBareEcho, type BareEcho } from './bare-echo.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -65,7 +68,14 @@ async function viaKiln(context: ExecutionContext, input: NDList): Promise<number
   return Number(process.hrtime.bigint() - start) / 1000 / calls;
 }
 
+async function viaBareEcho(echo: BareEcho, payload: Buffer): Promise<number> {
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < calls; i++) await echo.call(payload);
+  return Number(process.hrtime.bigint() - start) / 1000 / calls;
+}
+
 console.log(machineLine());
+const bareEcho = startBareEcho(PYTHON);
 const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
 const model = await engine.loadModel({
   name: 'bench',
@@ -89,6 +99,10 @@ const inputs = {
   // 25 float32 = 100 bytes.
   small: NDList.of(Tensor.zeros('float32', [25], 'x')),
 };
+const payloads = {
+  tensor: Buffer.alloc(3 * 224 * 224 * 4),
+  small: Buffer.alloc(100),
+};
 const goals = { tensor: 150, small: 60 };
 for (const kind of ['tensor', 'small'] as const) {
   const figures = await alternateRounds(
@@ -96,6 +110,7 @@ for (const kind of ['tensor', 'small'] as const) {
       { name: 'kiln', measure: () => viaKiln(context, inputs[kind]) },
       { name: 'socket', measure: () => viaKiln(socketContext, inputs[kind]) },
       { name: 'python', measure: () => Promise.resolve(inProcess(kind)) },
+      { name: 'bare', measure: () => viaBareEcho(bareEcho, payloads[kind]) },
     ],
     { rounds, warmupRounds: 1 },
   );
@@ -112,7 +127,13 @@ for (const kind of ['tensor', 'small'] as const) {
     `  with every byte over the socket (option.sharedMemory=false): ${spreadOf(figures.socket!).median.toFixed(0)} µs/call, ` +
       `IPC overhead ${formatSpread(spreadOf(socketOverhead), 0)} µs; default ÷ socket per call ${formatSpread(ratioSpread(figures.kiln!, figures.socket!), 2)}`,
   );
+  const aboveBare = figures.kiln!.map((k, i) => k - figures.bare![i]!);
+  console.log(
+    `  bare echo of the same ${payloads[kind].length} B over the same sockets (no Kiln code): ${formatSpread(spreadOf(figures.bare!), 0)} µs/call; ` +
+      `Kiln above it ${formatSpread(spreadOf(aboveBare), 0)} µs/call`,
+  );
 }
+await bareEcho.close();
 await model.dispose();
 await socketModel.dispose();
 rmSync(dir, { recursive: true, force: true });
