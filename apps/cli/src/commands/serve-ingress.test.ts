@@ -2,7 +2,8 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
 import {
@@ -32,6 +33,22 @@ function post(url: string, body: string): Promise<number> {
   });
 }
 
+/** A request's status on a connection of its own (each goes to the next process). */
+function statusOf(method: string, url: string, token: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      url,
+      { method, agent: false, headers: { authorization: `Bearer ${token}` } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve(response.statusCode ?? 0));
+      },
+    );
+    request.on('error', reject);
+    request.end();
+  });
+}
+
 async function statuses(url: string, body: string, count: number): Promise<number[]> {
   const all: number[] = [];
   for (let i = 0; i < count; i++) all.push(await post(url, body));
@@ -54,6 +71,7 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
 }
 
 const IRIS = '[[5.1, 3.5, 1.4, 0.2]]';
+const PYTHON = '/usr/bin/python3';
 const PROCESSES = /^kiln_ingress_processes (\d+)$/m;
 
 describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
@@ -149,6 +167,35 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
     expect(await statuses(`${inference}/predictions/iris`, IRIS, 6)).toEqual(Array(6).fill(404));
     expect(await metric(metrics, /^kiln_model_ready\{model="tiny"\} (\d+)$/m)).toBe(1);
   }, 120_000);
+
+  it.skipIf(!existsSync(PYTHON))(
+    'undoes a registration that one process cannot load, and answers why',
+    async () => {
+      // A Python handler whose module fails to import in the second ingress process only.
+      const dir = path.join(models.root, 'half');
+      await mkdir(dir);
+      await writeFile(path.join(dir, 'serving.properties'), `option.pythonExecutable=${PYTHON}\n`);
+      const handler = 'def handle(inputs):\n    return None\n';
+      await writeFile(
+        path.join(dir, 'model.py'),
+        `import os\nif os.environ.get("KILN_INGRESS_INDEX") == "1":\n    raise MemoryError("no room for this model here")\n${handler}`,
+      );
+      const refused = await manage('POST', '/models?url=half');
+      expect(refused.status).toBe(500);
+      expect(JSON.stringify(await refused.json())).toMatch(/no room for this model here/);
+      // Neither process lists or serves it.
+      for (let i = 0; i < 4; i++)
+        expect(await statusOf('GET', `${management}/models/half`, token)).toBe(404);
+      expect(await statuses(`${inference}/predictions/half`, '{}', 4)).toEqual(Array(4).fill(404));
+
+      // Loadable everywhere, the same registration succeeds.
+      await writeFile(path.join(dir, 'model.py'), handler);
+      expect((await manage('POST', '/models?url=half')).status).toBe(200);
+      expect(await statuses(`${inference}/predictions/half`, '{}', 4)).toEqual(Array(4).fill(204));
+      expect((await manage('DELETE', '/models/half')).status).toBe(200);
+    },
+    120_000,
+  );
 
   it('replaces a process signalled alone once it has drained', async () => {
     process.kill(started[0]!, 'SIGTERM');

@@ -104,6 +104,7 @@ export class IngressPeer {
           await replyTo(message.id, () =>
             applyManagementOp(this.attached().models, message.op, {
               following: message.following,
+              inEveryProcess: true,
             }),
           ),
         );

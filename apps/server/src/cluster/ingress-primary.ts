@@ -92,24 +92,55 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
             KilnErrorCode.ModelNotReady,
             'this server process is still starting; retry the call',
           );
+        // A registration failing here leaves nothing behind in this process (inEveryProcess).
         const result = await apply(origin, op, false);
-        applied = appendApplied(applied, { op, name: result.name ?? nameOf(op) });
-        await Promise.all(
-          slots
-            .filter((s) => s !== origin && s.following)
-            .map((s) =>
-              apply(s, op, true).catch((error: unknown) =>
-                log.warn(
-                  { ingress: s.index, op: op.kind, error: messageOf(error) },
-                  'an ingress process could not follow a management call',
-                ),
-              ),
-            ),
+        const followers = slots.filter((s) => s !== origin && s.following);
+        const outcomes = await Promise.allSettled(followers.map((s) => apply(s, op, true)));
+        const failed = outcomes.findIndex((outcome) => outcome.status === 'rejected');
+        if (failed < 0) {
+          applied = appendApplied(applied, { op, name: result.name ?? nameOf(op) });
+          return result;
+        }
+        const follower = followers[failed]!;
+        const error = KilnError.wrap(
+          (outcomes[failed] as PromiseRejectedResult).reason,
+          KilnErrorCode.Internal,
         );
-        return result;
+        log.error(
+          { ingress: follower.index, op: op.kind, error: error.message },
+          'an ingress process could not follow a management call',
+        );
+        if (op.kind === 'register') {
+          // Served by some processes only, the model would answer 404 or 503 to every other
+          // request: it is removed from those that registered it, and the call fails.
+          const registered = followers.filter((_, i) => outcomes[i]!.status === 'fulfilled');
+          await undoRegistration([origin, ...registered], result);
+        } else {
+          // The processes that applied it keep it; one replacing a process replays it.
+          applied = appendApplied(applied, { op, name: result.name ?? nameOf(op) });
+        }
+        throw new KilnError(error.code, `ingress process ${follower.index}: ${error.message}`, {
+          ...(error.details ? { details: error.details } : {}),
+        });
       });
       sendTo(worker, reply);
     });
+
+  const undoRegistration = (where: readonly Slot[], registered: ManagementResult) =>
+    Promise.all(
+      where.map((slot) =>
+        apply(
+          slot,
+          { kind: 'unregister', name: registered.name ?? '', version: registered.version },
+          true,
+        ).catch((error: unknown) =>
+          log.warn(
+            { ingress: slot.index, error: messageOf(error) },
+            'an ingress process could not undo a registration',
+          ),
+        ),
+      ),
+    );
 
   /**
    * A new process replays every call applied so far, before it listens, then follows new ones:

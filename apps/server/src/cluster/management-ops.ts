@@ -21,11 +21,19 @@ export type ManagementOp =
 export interface ManagementResult {
   /** The registered model's name (register). */
   readonly name?: string;
+  /** The registered version (register): what undoing the registration removes. */
+  readonly version?: string;
   /** Versions removed (unregister). */
   readonly removed?: number;
 }
 
 export interface ApplyOptions {
+  /**
+   * Set when every ingress process applies the call: a registration whose model fails to load
+   * leaves nothing behind, so that the processes stay alike (the primary undoes it in the
+   * others).
+   */
+  readonly inEveryProcess?: boolean;
   /**
    * Set for a process that follows another's call: it waits for a model it is asked to scale
    * to finish loading (the process that took the call saw it READY; this one may still load it).
@@ -40,8 +48,11 @@ export async function applyManagementOp(
 ): Promise<ManagementResult> {
   switch (op.kind) {
     case 'register': {
-      const entry = await models.register(op.request, { synchronous: op.synchronous });
-      return { name: entry.name };
+      const entry = await models.register(op.request, {
+        synchronous: op.synchronous,
+        keepFailed: !options.inEveryProcess,
+      });
+      return { name: entry.name, version: entry.version };
     }
     case 'scale':
       if (options.following) await models.get(op.name, op.version).loading;

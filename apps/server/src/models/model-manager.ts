@@ -71,7 +71,14 @@ export class ModelManager {
    */
   async register(
     request: RegisterRequest,
-    options: { synchronous?: boolean } = {},
+    options: {
+      synchronous?: boolean;
+      /**
+       * false: a synchronous registration whose model fails to load is removed before the
+       * error is thrown (by default the model stays, FAILED, for GET /models to show).
+       */
+      keepFailed?: boolean;
+    } = {},
   ): Promise<ModelEntry> {
     const parsed = parseModelUrl(request.url);
     const location = localPath(parsed.url);
@@ -159,11 +166,14 @@ export class ModelManager {
     for (const listener of this.registrationListeners) listener(entry);
     if (options.synchronous) {
       await entry.loading;
-      if (entry.state === 'FAILED')
+      if (entry.state === 'FAILED') {
+        if (options.keepFailed === false && this.models.get(name)?.get(version) === entry)
+          await this.unregister(name, version);
         throw new KilnError(
           KilnErrorCode.ModelLoadFailed,
           entry.error ?? `model ${name} failed to load`,
         );
+      }
     }
     return entry;
   }
