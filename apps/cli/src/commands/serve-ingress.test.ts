@@ -83,6 +83,17 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
   let metrics: string;
   let token: string;
   const started: number[] = [];
+  /** The process each slot runs now, by its KILN_INGRESS_INDEX. */
+  const current = new Map<number, number>();
+  let output = '';
+  /** Whether the process now in slot `index` has logged that it listens. */
+  const listens = (index: number) =>
+    output
+      .split('\n')
+      .some(
+        (line) =>
+          line.includes(`"pid":${current.get(index)},`) && line.includes('"msg":"listening"'),
+      );
 
   /** Waits until the `count`th process has started and two processes serve again. */
   const replaced = async (count: number) => {
@@ -105,10 +116,13 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
       { KILN_HOME: home },
     );
     server.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
       for (const m of chunk
         .toString()
-        .matchAll(/"processId":(\d+),"msg":"ingress process started"/g))
-        started.push(Number(m[1]));
+        .matchAll(/"ingress":(\d+),"processId":(\d+),"msg":"ingress process started"/g)) {
+        started.push(Number(m[2]));
+        current.set(Number(m[1]), Number(m[2]));
+      }
     });
     const listening = waitFor(
       server,
@@ -197,9 +211,45 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
     120_000,
   );
 
+  it.skipIf(!existsSync(PYTHON))(
+    'keeps a replacement that cannot load what the others serve from listening, and retries it',
+    async () => {
+      // Loads in both processes now; a replacement of the second fails while `refuse` exists.
+      const dir = path.join(models.root, 'picky');
+      await mkdir(dir);
+      await writeFile(path.join(dir, 'serving.properties'), `option.pythonExecutable=${PYTHON}\n`);
+      await writeFile(
+        path.join(dir, 'model.py'),
+        [
+          'import os',
+          'if os.environ.get("KILN_INGRESS_INDEX") == "1" and os.path.exists(os.path.join(os.path.dirname(__file__), "refuse")):',
+          '    raise MemoryError("no room for this model here")',
+          'def handle(inputs):',
+          '    return None',
+          '',
+        ].join('\n'),
+      );
+      expect((await manage('POST', '/models?url=picky')).status).toBe(200);
+      await writeFile(path.join(dir, 'refuse'), '');
+      const refusedReplay = waitFor(server, /could not replay a management call/, 60_000, 'stdout');
+      const before = started.length;
+      process.kill(current.get(1)!, 'SIGKILL');
+      await refusedReplay;
+      // The first process alone takes the connections meanwhile: none is answered 404.
+      expect(await statuses(`${inference}/predictions/picky`, '{}', 6)).toEqual(Array(6).fill(204));
+      await rm(path.join(dir, 'refuse'));
+      expect(started.length).toBeGreaterThan(before);
+      await until(async () => listens(1), 60_000, 'a replacement that loads picky and listens');
+      expect(await statuses(`${inference}/predictions/picky`, '{}', 6)).toEqual(Array(6).fill(204));
+      expect((await manage('DELETE', '/models/picky')).status).toBe(200);
+    },
+    120_000,
+  );
+
   it('replaces a process signalled alone once it has drained', async () => {
-    process.kill(started[0]!, 'SIGTERM');
-    await replaced(4);
+    const before = started.length;
+    process.kill(current.get(0)!, 'SIGTERM');
+    await replaced(before + 1);
     const tiny = JSON.stringify({
       inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }],
     });

@@ -48,6 +48,8 @@ interface Slot {
   /** Follows management calls: its startup models are registered and the log replayed. */
   following: boolean;
   listened: boolean;
+  /** Its process could not replay the calls applied so far and was stopped. */
+  outOfStep: boolean;
   startedAt: number;
   quickExits: number;
 }
@@ -151,12 +153,19 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
       const worker = slot.worker;
       for (const { op } of applied) {
         if (slot.worker !== worker) return;
-        await apply(slot, op, true).catch((error: unknown) =>
-          log.warn(
+        try {
+          await apply(slot, op, true);
+        } catch (error) {
+          // Listening without what the others serve, it would answer 404 to its share of those
+          // requests: it stops before it listens and another is started (with the usual delay).
+          log.error(
             { ingress: slot.index, op: op.kind, error: messageOf(error) },
-            'an ingress process could not replay a management call',
-          ),
-        );
+            'an ingress process could not replay a management call; starting another',
+          );
+          slot.outOfStep = true;
+          worker?.process.kill('SIGTERM');
+          return;
+        }
       }
       if (slot.worker !== worker || !worker?.isConnected()) return;
       const othersServe = slots.some((s) => s !== slot && s.following);
@@ -218,6 +227,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     );
     slot.answering = false;
     slot.following = false;
+    slot.outOfStep = false;
     slot.startedAt = Date.now();
     worker.on('message', (message: unknown) => {
       if (isIngressMessage(message)) onMessage(slot, message);
@@ -233,7 +243,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     slot.answering = false;
     slot.following = false;
     if (stopping) return;
-    if (!slot.listened) {
+    if (!slot.listened && !slot.outOfStep) {
       // It never served: a configuration the others fail on too, so the server does not start.
       log.error({ ingress: slot.index, code, signal }, 'ingress process exited while starting');
       void stop().then(() =>
@@ -285,6 +295,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
       answering: false,
       following: false,
       listened: false,
+      outOfStep: false,
       startedAt: 0,
       quickExits: 0,
     };
