@@ -72,6 +72,26 @@ async function until(check: () => Promise<boolean>, ms: number, what: string): P
 
 const IRIS = '[[5.1, 3.5, 1.4, 0.2]]';
 const PYTHON = '/usr/bin/python3';
+
+/**
+ * A Python model folder whose model.py raises MemoryError on import where `refuseWhen` (a
+ * Python expression) holds, and otherwise answers every request with nothing (204).
+ */
+async function refusingModel(dir: string, refuseWhen: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, 'serving.properties'), `option.pythonExecutable=${PYTHON}\n`);
+  await writeFile(
+    path.join(dir, 'model.py'),
+    [
+      'import os',
+      `if ${refuseWhen}:`,
+      '    raise MemoryError("no room for this model here")',
+      'def handle(inputs):',
+      '    return None',
+      '',
+    ].join('\n'),
+  );
+}
 const PROCESSES = /^kiln_ingress_processes (\d+)$/m;
 
 describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
@@ -187,13 +207,7 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
     async () => {
       // A Python handler whose module fails to import in the second ingress process only.
       const dir = path.join(models.root, 'half');
-      await mkdir(dir);
-      await writeFile(path.join(dir, 'serving.properties'), `option.pythonExecutable=${PYTHON}\n`);
-      const handler = 'def handle(inputs):\n    return None\n';
-      await writeFile(
-        path.join(dir, 'model.py'),
-        `import os\nif os.environ.get("KILN_INGRESS_INDEX") == "1":\n    raise MemoryError("no room for this model here")\n${handler}`,
-      );
+      await refusingModel(dir, `os.environ.get("KILN_INGRESS_INDEX") == "1"`);
       const refused = await manage('POST', '/models?url=half');
       expect(refused.status).toBe(500);
       expect(JSON.stringify(await refused.json())).toMatch(/no room for this model here/);
@@ -203,7 +217,7 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
       expect(await statuses(`${inference}/predictions/half`, '{}', 4)).toEqual(Array(4).fill(404));
 
       // Loadable everywhere, the same registration succeeds.
-      await writeFile(path.join(dir, 'model.py'), handler);
+      await refusingModel(dir, 'False');
       expect((await manage('POST', '/models?url=half')).status).toBe(200);
       expect(await statuses(`${inference}/predictions/half`, '{}', 4)).toEqual(Array(4).fill(204));
       expect((await manage('DELETE', '/models/half')).status).toBe(200);
@@ -216,18 +230,9 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
     async () => {
       // Loads in both processes now; a replacement of the second fails while `refuse` exists.
       const dir = path.join(models.root, 'picky');
-      await mkdir(dir);
-      await writeFile(path.join(dir, 'serving.properties'), `option.pythonExecutable=${PYTHON}\n`);
-      await writeFile(
-        path.join(dir, 'model.py'),
-        [
-          'import os',
-          'if os.environ.get("KILN_INGRESS_INDEX") == "1" and os.path.exists(os.path.join(os.path.dirname(__file__), "refuse")):',
-          '    raise MemoryError("no room for this model here")',
-          'def handle(inputs):',
-          '    return None',
-          '',
-        ].join('\n'),
+      await refusingModel(
+        dir,
+        `os.environ.get("KILN_INGRESS_INDEX") == "1" and os.path.exists(os.path.join(os.path.dirname(__file__), "refuse"))`,
       );
       expect((await manage('POST', '/models?url=picky')).status).toBe(200);
       await writeFile(path.join(dir, 'refuse'), '');
