@@ -94,79 +94,119 @@ async function refusingModel(dir: string, refuseWhen: string): Promise<void> {
 }
 const PROCESSES = /^kiln_ingress_processes (\d+)$/m;
 
+/** `kiln serve --ingress-processes 2` of the tiny model, followed through its log. */
+interface IngressServer {
+  readonly server: ChildProcessWithoutNullStreams;
+  readonly inference: string;
+  readonly management: string;
+  readonly metrics: string;
+  /** The management API's key. */
+  readonly token: string;
+  /** Every ingress process started so far, in order. */
+  readonly started: readonly number[];
+  /** The process each slot runs now, by its KILN_INGRESS_INDEX. */
+  readonly current: ReadonlyMap<number, number>;
+  /** Whether the process now in slot `index` has logged that it listens. */
+  listens(index: number): boolean;
+  manage(method: string, route: string): Promise<Response>;
+  /** Waits until the `count`th process has started and two processes serve again. */
+  replaced(count: number): Promise<void>;
+  /** Kills the server and every process it started. */
+  kill(): void;
+}
+
+async function startIngressServer(
+  models: TestModels,
+  home: string,
+  ports?: { inference: number; management: number; metrics: number },
+): Promise<IngressServer> {
+  const server = spawnKilnServe(
+    ['-m', models.tiny, '--model-store', models.root, '--ingress-processes', '2'],
+    { KILN_HOME: home },
+    ports,
+  );
+  const started: number[] = [];
+  const current = new Map<number, number>();
+  let output = '';
+  server.stdout.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const m of chunk
+      .toString()
+      .matchAll(/"ingress":(\d+),"processId":(\d+),"msg":"ingress process started"/g)) {
+      started.push(Number(m[2]));
+      current.set(Number(m[1]), Number(m[2]));
+    }
+  });
+  const listening = waitFor(
+    server,
+    /serving \(2 ingress processes\)\n\s+inference\s+(http:\/\/\S+)\n\s+management\s+(\S+)\n\s+metrics\s+(http:\/\/\S+)\/metrics\n\s+management key (\S+)/,
+    90_000,
+  );
+  const ready = waitFor(server, /model tiny READY/, 90_000);
+  const [, inference, management, metrics, token] = (await listening) as string[];
+  await ready;
+  await until(async () => (await metric(metrics!, PROCESSES)) === 2, 60_000, 'two processes');
+  return {
+    server,
+    inference: inference!,
+    management: management!,
+    metrics: metrics!,
+    token: token!,
+    started,
+    current,
+    listens: (index) =>
+      output
+        .split('\n')
+        .some(
+          (line) =>
+            line.includes(`"pid":${current.get(index)},`) && line.includes('"msg":"listening"'),
+        ),
+    manage: (method, route) =>
+      fetch(`${management}${route}`, { method, headers: { authorization: `Bearer ${token}` } }),
+    async replaced(count) {
+      await until(async () => started.length === count, 30_000, 'a replacement process');
+      await until(
+        async () => (await metric(metrics!, PROCESSES)) === 2,
+        60_000,
+        'two processes again',
+      );
+    },
+    kill() {
+      if (server.exitCode === null) server.kill('SIGKILL');
+      for (const pid of started) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
+    },
+  };
+}
+
 describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
   let models: TestModels;
   let home: string;
+  let ingress: IngressServer;
   let server: ChildProcessWithoutNullStreams;
   let inference: string;
   let management: string;
   let metrics: string;
   let token: string;
-  const started: number[] = [];
-  /** The process each slot runs now, by its KILN_INGRESS_INDEX. */
-  const current = new Map<number, number>();
-  let output = '';
-  /** Whether the process now in slot `index` has logged that it listens. */
-  const listens = (index: number) =>
-    output
-      .split('\n')
-      .some(
-        (line) =>
-          line.includes(`"pid":${current.get(index)},`) && line.includes('"msg":"listening"'),
-      );
-
-  /** Waits until the `count`th process has started and two processes serve again. */
-  const replaced = async (count: number) => {
-    await until(async () => started.length === count, 30_000, 'a replacement process');
-    await until(
-      async () => (await metric(metrics, PROCESSES)) === 2,
-      60_000,
-      'two processes again',
-    );
-  };
-
-  const manage = (method: string, route: string) =>
-    fetch(`${management}${route}`, { method, headers: { authorization: `Bearer ${token}` } });
+  let started: readonly number[];
+  let current: ReadonlyMap<number, number>;
+  const listens = (index: number) => ingress.listens(index);
+  const replaced = (count: number) => ingress.replaced(count);
+  const manage = (method: string, route: string) => ingress.manage(method, route);
 
   beforeAll(async () => {
     models = await makeTestModels('kiln-cli-ingress-');
     home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-ingress-home-'));
-    server = spawnKilnServe(
-      ['-m', models.tiny, '--model-store', models.root, '--ingress-processes', '2'],
-      { KILN_HOME: home },
-    );
-    server.stdout.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      for (const m of chunk
-        .toString()
-        .matchAll(/"ingress":(\d+),"processId":(\d+),"msg":"ingress process started"/g)) {
-        started.push(Number(m[2]));
-        current.set(Number(m[1]), Number(m[2]));
-      }
-    });
-    const listening = waitFor(
-      server,
-      /serving \(2 ingress processes\)\n\s+inference\s+(http:\/\/\S+)\n\s+management\s+(\S+)\n\s+metrics\s+(http:\/\/\S+)\/metrics\n\s+management key (\S+)/,
-      90_000,
-    );
-    const ready = waitFor(server, /model tiny READY/, 90_000);
-    const [, inferenceUrl, managementUrl, metricsUrl, key] = await listening;
-    inference = inferenceUrl!;
-    management = managementUrl!;
-    metrics = metricsUrl!;
-    token = key!;
-    await ready;
-    await until(async () => (await metric(metrics, PROCESSES)) === 2, 60_000, 'two processes');
+    ingress = await startIngressServer(models, home);
+    ({ server, inference, management, metrics, token, started, current } = ingress);
   }, 120_000);
   afterAll(async () => {
-    if (server && server.exitCode === null) server.kill('SIGKILL');
-    for (const pid of started) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    }
+    ingress?.kill();
     await models?.remove();
     await rm(home, { recursive: true, force: true });
   });
@@ -272,6 +312,60 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
     for (const pid of started) expect(() => process.kill(pid, 0)).toThrow();
   }, 90_000);
 });
+
+describe.skipIf(!run || !existsSync(PYTHON))(
+  'kiln serve --ingress-processes 2 whose every process is replaced',
+  () => {
+    let models: TestModels | undefined;
+    let home: string | undefined;
+    let ingress: IngressServer | undefined;
+    afterAll(async () => {
+      ingress?.kill();
+      await models?.remove();
+      if (home) await rm(home, { recursive: true, force: true });
+    });
+
+    it('still serves every other model when no process can load one any more', async () => {
+      models = await makeTestModels('kiln-cli-ingress-all-');
+      home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-ingress-all-home-'));
+      // Ports of its own: with every process gone at once the listeners close, and the
+      // replacements open them again on the same ports.
+      const taken = await Promise.all([takenPort(), takenPort(), takenPort()]);
+      await Promise.all(taken.map((t) => t.close()));
+      const [inference, management, metrics] = taken.map((t) => t.port) as [number, number, number];
+      ingress = await startIngressServer(models, home, { inference, management, metrics });
+      const server = ingress;
+
+      const dir = path.join(models.root, 'gone');
+      await refusingModel(dir, 'os.path.exists(os.path.join(os.path.dirname(__file__), "refuse"))');
+      expect((await server.manage('POST', '/models?url=gone')).status).toBe(200);
+      await writeFile(path.join(dir, 'refuse'), '');
+      // Both processes die at once; neither replacement can load `gone` again.
+      const pids = [server.current.get(0)!, server.current.get(1)!];
+      for (const pid of pids) process.kill(pid, 'SIGKILL');
+      await until(
+        async () =>
+          !pids.includes(server.current.get(0)!) && !pids.includes(server.current.get(1)!),
+        30_000,
+        'two replacements',
+      );
+      await until(
+        async () => server.listens(0) && server.listens(1),
+        60_000,
+        'both replacements listening',
+      );
+      const tiny = JSON.stringify({
+        inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }],
+      });
+      expect(await statuses(`${server.inference}/v2/models/tiny/infer`, tiny, 6)).toEqual(
+        Array(6).fill(200),
+      );
+      expect(await statuses(`${server.inference}/predictions/gone`, '{}', 4)).toEqual(
+        Array(4).fill(404),
+      );
+    }, 180_000);
+  },
+);
 
 describe.skipIf(!run)('kiln serve --ingress-processes that cannot start', () => {
   it('exits with an error when the processes cannot listen', async () => {

@@ -50,6 +50,8 @@ interface Slot {
   listened: boolean;
   /** Its process could not replay the calls applied so far and was stopped. */
   outOfStep: boolean;
+  /** Models its process serves without: their calls failed to replay where no process had them. */
+  lacking: Set<string>;
   startedAt: number;
   quickExits: number;
 }
@@ -100,7 +102,10 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
         const outcomes = await Promise.allSettled(followers.map((s) => apply(s, op, true)));
         const failed = outcomes.findIndex((outcome) => outcome.status === 'rejected');
         if (failed < 0) {
-          applied = appendApplied(applied, { op, name: result.name ?? nameOf(op) });
+          const name = result.name ?? nameOf(op);
+          applied = appendApplied(applied, { op, name });
+          // Registered everywhere now, by a call that followed the ones that failed to replay.
+          if (op.kind === 'register') for (const s of slots) s.lacking.delete(name);
           return result;
         }
         const follower = followers[failed]!;
@@ -151,15 +156,26 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
   const onReady = (slot: Slot, id: number) =>
     enqueue(async () => {
       const worker = slot.worker;
-      for (const { op } of applied) {
+      for (const { op, name } of applied) {
         if (slot.worker !== worker) return;
         try {
           await apply(slot, op, true);
         } catch (error) {
+          const served = slots.some((s) => s !== slot && s.following && !s.lacking.has(name));
+          if (!served) {
+            // No process serves the model (a server whose every process was replaced, with the
+            // model gone from disk): this one serves what it can, as the others do.
+            log.warn(
+              { ingress: slot.index, op: op.kind, model: name, error: messageOf(error) },
+              'an ingress process could not replay a management call',
+            );
+            slot.lacking.add(name);
+            continue;
+          }
           // Listening without what the others serve, it would answer 404 to its share of those
           // requests: it stops before it listens and another is started (with the usual delay).
           log.error(
-            { ingress: slot.index, op: op.kind, error: messageOf(error) },
+            { ingress: slot.index, op: op.kind, model: name, error: messageOf(error) },
             'an ingress process could not replay a management call; starting another',
           );
           slot.outOfStep = true;
@@ -228,6 +244,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     slot.answering = false;
     slot.following = false;
     slot.outOfStep = false;
+    slot.lacking = new Set();
     slot.startedAt = Date.now();
     worker.on('message', (message: unknown) => {
       if (isIngressMessage(message)) onMessage(slot, message);
@@ -296,6 +313,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
       following: false,
       listened: false,
       outOfStep: false,
+      lacking: new Set(),
       startedAt: 0,
       quickExits: 0,
     };
