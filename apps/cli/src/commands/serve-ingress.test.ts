@@ -188,22 +188,11 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
   let models: TestModels;
   let home: string;
   let ingress: IngressServer;
-  let server: ChildProcessWithoutNullStreams;
-  let inference: string;
-  let management: string;
-  let metrics: string;
-  let token: string;
-  let started: readonly number[];
-  let current: ReadonlyMap<number, number>;
-  const listens = (index: number) => ingress.listens(index);
-  const replaced = (count: number) => ingress.replaced(count);
-  const manage = (method: string, route: string) => ingress.manage(method, route);
 
   beforeAll(async () => {
     models = await makeTestModels('kiln-cli-ingress-');
     home = await mkdtemp(path.join(os.tmpdir(), 'kiln-cli-ingress-home-'));
     ingress = await startIngressServer(models, home);
-    ({ server, inference, management, metrics, token, started, current } = ingress);
   }, 120_000);
   afterAll(async () => {
     ingress?.kill();
@@ -212,34 +201,40 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
   });
 
   it('applies management calls in every process, and a replacement process replays them', async () => {
-    const registered = await manage('POST', `/models?url=${path.basename(models.iris)}`);
+    const registered = await ingress.manage('POST', `/models?url=${path.basename(models.iris)}`);
     expect(registered.status).toBe(200);
     // Each process budgets its share of the cores: a model's default worker limit is that share.
-    const [described] = (await (await manage('GET', '/models/iris')).json()) as {
+    const [described] = (await (await ingress.manage('GET', '/models/iris')).json()) as {
       workerGroups: { maxWorkers: number }[];
     }[];
     expect(described!.workerGroups[0]!.maxWorkers).toBe(
       Math.max(1, Math.floor(os.availableParallelism() / 2)),
     );
     // Each connection goes to the next process: a process without the model would answer 404.
-    expect(await statuses(`${inference}/predictions/iris`, IRIS, 12)).toEqual(Array(12).fill(200));
+    expect(await statuses(`${ingress.inference}/predictions/iris`, IRIS, 12)).toEqual(
+      Array(12).fill(200),
+    );
     // One process's share of the metrics would show about half of them.
     expect(
       await metric(
-        metrics,
+        ingress.metrics,
         /^kiln_requests_total\{api="inference",route="\/predictions\/:model",model="iris",status="200"\} (\d+)$/m,
       ),
     ).toBe(12);
 
-    expect(started).toHaveLength(2);
-    process.kill(started[1]!, 'SIGKILL');
-    await replaced(3);
+    expect(ingress.started).toHaveLength(2);
+    process.kill(ingress.started[1]!, 'SIGKILL');
+    await ingress.replaced(3);
     // It listens only once it has registered iris too.
-    expect(await statuses(`${inference}/predictions/iris`, IRIS, 12)).toEqual(Array(12).fill(200));
+    expect(await statuses(`${ingress.inference}/predictions/iris`, IRIS, 12)).toEqual(
+      Array(12).fill(200),
+    );
 
-    expect((await manage('DELETE', '/models/iris')).status).toBe(200);
-    expect(await statuses(`${inference}/predictions/iris`, IRIS, 6)).toEqual(Array(6).fill(404));
-    expect(await metric(metrics, /^kiln_model_ready\{model="tiny"\} (\d+)$/m)).toBe(1);
+    expect((await ingress.manage('DELETE', '/models/iris')).status).toBe(200);
+    expect(await statuses(`${ingress.inference}/predictions/iris`, IRIS, 6)).toEqual(
+      Array(6).fill(404),
+    );
+    expect(await metric(ingress.metrics, /^kiln_model_ready\{model="tiny"\} (\d+)$/m)).toBe(1);
   }, 120_000);
 
   it.skipIf(!existsSync(PYTHON))(
@@ -248,19 +243,23 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
       // A Python handler whose module fails to import in the second ingress process only.
       const dir = path.join(models.root, 'half');
       await refusingModel(dir, `os.environ.get("KILN_INGRESS_INDEX") == "1"`);
-      const refused = await manage('POST', '/models?url=half');
+      const refused = await ingress.manage('POST', '/models?url=half');
       expect(refused.status).toBe(500);
       expect(JSON.stringify(await refused.json())).toMatch(/no room for this model here/);
       // Neither process lists or serves it.
       for (let i = 0; i < 4; i++)
-        expect(await statusOf('GET', `${management}/models/half`, token)).toBe(404);
-      expect(await statuses(`${inference}/predictions/half`, '{}', 4)).toEqual(Array(4).fill(404));
+        expect(await statusOf('GET', `${ingress.management}/models/half`, ingress.token)).toBe(404);
+      expect(await statuses(`${ingress.inference}/predictions/half`, '{}', 4)).toEqual(
+        Array(4).fill(404),
+      );
 
       // Loadable everywhere, the same registration succeeds.
       await refusingModel(dir, 'False');
-      expect((await manage('POST', '/models?url=half')).status).toBe(200);
-      expect(await statuses(`${inference}/predictions/half`, '{}', 4)).toEqual(Array(4).fill(204));
-      expect((await manage('DELETE', '/models/half')).status).toBe(200);
+      expect((await ingress.manage('POST', '/models?url=half')).status).toBe(200);
+      expect(await statuses(`${ingress.inference}/predictions/half`, '{}', 4)).toEqual(
+        Array(4).fill(204),
+      );
+      expect((await ingress.manage('DELETE', '/models/half')).status).toBe(200);
     },
     120_000,
   );
@@ -274,42 +273,55 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
         dir,
         `os.environ.get("KILN_INGRESS_INDEX") == "1" and os.path.exists(os.path.join(os.path.dirname(__file__), "refuse"))`,
       );
-      expect((await manage('POST', '/models?url=picky')).status).toBe(200);
+      expect((await ingress.manage('POST', '/models?url=picky')).status).toBe(200);
       await writeFile(path.join(dir, 'refuse'), '');
-      const refusedReplay = waitFor(server, /could not replay a management call/, 60_000, 'stdout');
-      const before = started.length;
-      process.kill(current.get(1)!, 'SIGKILL');
+      const refusedReplay = waitFor(
+        ingress.server,
+        /could not replay a management call/,
+        60_000,
+        'stdout',
+      );
+      const before = ingress.started.length;
+      process.kill(ingress.current.get(1)!, 'SIGKILL');
       await refusedReplay;
       // The first process alone takes the connections meanwhile: none is answered 404.
-      expect(await statuses(`${inference}/predictions/picky`, '{}', 6)).toEqual(Array(6).fill(204));
+      expect(await statuses(`${ingress.inference}/predictions/picky`, '{}', 6)).toEqual(
+        Array(6).fill(204),
+      );
       await rm(path.join(dir, 'refuse'));
-      expect(started.length).toBeGreaterThan(before);
-      await until(async () => listens(1), 60_000, 'a replacement that loads picky and listens');
-      expect(await statuses(`${inference}/predictions/picky`, '{}', 6)).toEqual(Array(6).fill(204));
-      expect((await manage('DELETE', '/models/picky')).status).toBe(200);
+      expect(ingress.started.length).toBeGreaterThan(before);
+      await until(
+        async () => ingress.listens(1),
+        60_000,
+        'a replacement that loads picky and listens',
+      );
+      expect(await statuses(`${ingress.inference}/predictions/picky`, '{}', 6)).toEqual(
+        Array(6).fill(204),
+      );
+      expect((await ingress.manage('DELETE', '/models/picky')).status).toBe(200);
     },
     120_000,
   );
 
   it('replaces a process signalled alone once it has drained', async () => {
-    const before = started.length;
-    process.kill(current.get(0)!, 'SIGTERM');
-    await replaced(before + 1);
+    const before = ingress.started.length;
+    process.kill(ingress.current.get(0)!, 'SIGTERM');
+    await ingress.replaced(before + 1);
     const tiny = JSON.stringify({
       inputs: [{ name: 'x', shape: [1, 4], datatype: 'FP32', data: [1, 2, 3, 4] }],
     });
-    expect(await statuses(`${inference}/v2/models/tiny/infer`, tiny, 6)).toEqual(
+    expect(await statuses(`${ingress.inference}/v2/models/tiny/infer`, tiny, 6)).toEqual(
       Array(6).fill(200),
     );
   }, 120_000);
 
   it('drains and stops every process on SIGTERM', async () => {
-    const stopped = waitFor(server, /stopped/, 60_000);
-    const exited = new Promise<number | null>((resolve) => server.on('exit', resolve));
-    server.kill('SIGTERM');
+    const stopped = waitFor(ingress.server, /stopped/, 60_000);
+    const exited = new Promise<number | null>((resolve) => ingress.server.on('exit', resolve));
+    ingress.server.kill('SIGTERM');
     await stopped;
     expect(await exited).toBe(0);
-    for (const pid of started) expect(() => process.kill(pid, 0)).toThrow();
+    for (const pid of ingress.started) expect(() => process.kill(pid, 0)).toThrow();
   }, 90_000);
 });
 
