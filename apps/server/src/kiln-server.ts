@@ -4,6 +4,7 @@ import { pino, type Logger } from 'pino';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { type ServerConfig, isLoopbackHost, parseAddress } from './config/server-config.js';
 import type { IngressPeer } from './cluster/ingress-peer.js';
+import { withBoundPorts } from './cluster/bound-ports.js';
 import { applyManagementOp } from './cluster/management-ops.js';
 import type { Listeners } from './http/listeners.js';
 import { ServerMetrics } from './metrics/server-metrics.js';
@@ -53,7 +54,10 @@ export interface KilnServer {
 }
 
 export async function startKilnServer(options: StartServerOptions): Promise<KilnServer> {
-  const { config } = options;
+  const { ingress } = options;
+  const config = ingress?.boundListeners
+    ? withBoundPorts(options.config, ingress.boundListeners)
+    : options.config;
   const log = options.logger ?? pino({ name: 'kiln' });
   checkListenerSecurity(config);
 
@@ -63,7 +67,6 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   const managementKey = config.disableTokenAuthorization
     ? undefined
     : resolveManagementKey(config.managementToken, config.keyFile);
-  const { ingress } = options;
   const server: ServerContext = {
     config,
     models,

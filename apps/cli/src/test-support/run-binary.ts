@@ -61,38 +61,31 @@ export function kiln(args: readonly string[], options?: RunOptions): Promise<Bin
 export const STACK_TRACE = /\n\s+at .+:\d+:\d+/;
 
 /**
- * `kiln serve <args>` on loopback: inference on `inferencePort`, management and metrics on the
- * ports given (each an ephemeral one by default).
+ * `kiln serve <args>` on loopback: inference on `inferencePort` (an ephemeral one by default),
+ * management and metrics on ephemeral ones.
  */
-export function serveArgs(
-  args: readonly string[],
-  inferencePort = 0,
-  { management = 0, metrics = 0 }: { management?: number; metrics?: number } = {},
-): string[] {
+export function serveArgs(args: readonly string[], inferencePort = 0): string[] {
   return [
     'serve',
     ...args,
     '--inference-address',
     `http://127.0.0.1:${inferencePort}`,
     '--management-address',
-    `http://127.0.0.1:${management}`,
+    'http://127.0.0.1:0',
     '--metrics-address',
-    `http://127.0.0.1:${metrics}`,
+    'http://127.0.0.1:0',
   ];
 }
 
 /**
- * `kiln serve <args>` on loopback ports (ephemeral unless `ports` names them), left running (its
- * banner on stderr names the ports).
+ * `kiln serve <args>` on ephemeral loopback ports, left running (its banner on stderr names
+ * the ports).
  */
 export function spawnKilnServe(
   args: readonly string[],
   env: Readonly<Record<string, string>> = {},
-  ports?: { inference: number; management: number; metrics: number },
 ): ChildProcessWithoutNullStreams {
-  return spawn(KILN_BIN, serveArgs(args, ports?.inference, ports), {
-    env: { ...process.env, NO_COLOR: '1', ...env },
-  });
+  return spawn(KILN_BIN, serveArgs(args), { env: { ...process.env, NO_COLOR: '1', ...env } });
 }
 
 /** A loopback port a listener of this process holds until `close()`. */

@@ -20,6 +20,9 @@ export const INGRESS_INDEX_ENV = 'KILN_INGRESS_INDEX';
  */
 export const INGRESS_TOKEN_ENV = 'KILN_INGRESS_MANAGEMENT_TOKEN';
 
+/** The listeners' addresses as the first ingress process bound them (JSON of ListenerInfo). */
+export const INGRESS_BOUND_ENV = 'KILN_INGRESS_BOUND_LISTENERS';
+
 /** How long the primary waits for one process's metrics, ms. */
 export const METRICS_TIMEOUT_MS = 5_000;
 
@@ -45,6 +48,8 @@ export class IngressPeer {
     readonly index: number,
     /** The token the primary gave every process; undefined with authorization off. */
     readonly managementToken: string | undefined,
+    /** Where the first process listens, for a process started after it (see withBoundPorts). */
+    readonly boundListeners: ListenerInfo | undefined,
   ) {
     process.on('message', (message: unknown) => {
       if (isIngressMessage(message)) void this.onMessage(message);
@@ -58,7 +63,13 @@ export class IngressPeer {
     if (!cluster.isWorker || index === undefined || !process.send) return undefined;
     const token = process.env[INGRESS_TOKEN_ENV];
     delete process.env[INGRESS_TOKEN_ENV];
-    return new IngressPeer(Number(index), token);
+    const bound = process.env[INGRESS_BOUND_ENV];
+    delete process.env[INGRESS_BOUND_ENV];
+    return new IngressPeer(
+      Number(index),
+      token,
+      bound ? (JSON.parse(bound) as ListenerInfo) : undefined,
+    );
   }
 
   /** Called by the server once its models and metrics exist. */

@@ -9,7 +9,12 @@ import {
   isIngressMessage,
   replyTo,
 } from './ingress-messages.js';
-import { INGRESS_INDEX_ENV, INGRESS_TOKEN_ENV, METRICS_TIMEOUT_MS } from './ingress-peer.js';
+import {
+  INGRESS_BOUND_ENV,
+  INGRESS_INDEX_ENV,
+  INGRESS_TOKEN_ENV,
+  METRICS_TIMEOUT_MS,
+} from './ingress-peer.js';
 import {
   type AppliedOp,
   type ManagementOp,
@@ -48,6 +53,8 @@ interface Slot {
   /** Follows management calls: its startup models are registered and the log replayed. */
   following: boolean;
   listened: boolean;
+  /** Its current process listens (it said so, and has not exited). */
+  listening: boolean;
   /** Its process could not replay the calls applied so far and was stopped. */
   outOfStep: boolean;
   /** Models its process serves without: their calls failed to replay where no process had them. */
@@ -70,6 +77,15 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
   const slots: Slot[] = [];
   let applied: AppliedOp[] = [];
   let queue: Promise<void> = Promise.resolve();
+  /** The listeners' addresses as the first process bound them (ports on port 0 chosen). */
+  let bound: ListenerInfo | undefined;
+  /**
+   * Processes listen on `bound`'s ports rather than on port 0. Node's cluster shares one
+   * listening socket among the processes that ask for the same address — port 0 included —
+   * and closes it when the last of them is gone; a process started when none listens then asks
+   * for the bound ports, and from then on every process does, so that they share that socket.
+   */
+  let explicitPorts = false;
   let stopping: Promise<void> | undefined;
   // The first process to listen resolves it; later calls change nothing.
   let listeningResolve!: (urls: ListenerInfo) => void;
@@ -210,6 +226,8 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     switch (message.kiln) {
       case 'listening':
         slot.listened = true;
+        slot.listening = true;
+        bound ??= message.urls;
         listeningResolve(message.urls);
         return;
       case 'ready':
@@ -228,9 +246,11 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
   };
 
   const fork = (slot: Slot) => {
+    if (bound && !slots.some((s) => s.listening)) explicitPorts = true;
     const worker = cluster.fork({
       [INGRESS_INDEX_ENV]: String(slot.index),
       ...(options.managementToken ? { [INGRESS_TOKEN_ENV]: options.managementToken } : {}),
+      ...(bound && explicitPorts ? { [INGRESS_BOUND_ENV]: JSON.stringify(bound) } : {}),
     });
     slot.worker = worker;
     slot.requests = new IpcRequests((message) => {
@@ -257,6 +277,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
     if (slot.worker !== worker) return;
     slot.requests.failAll(`ingress process ${slot.index} exited`);
     slot.worker = undefined;
+    slot.listening = false;
     slot.answering = false;
     slot.following = false;
     if (stopping) return;
@@ -312,6 +333,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
       answering: false,
       following: false,
       listened: false,
+      listening: false,
       outOfStep: false,
       lacking: new Set(),
       startedAt: 0,
