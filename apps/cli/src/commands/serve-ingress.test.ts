@@ -17,41 +17,31 @@ import { waitFor } from '../test-support/wait-for-output.js';
 
 const run = await ortAvailable();
 
-/** One request on a connection of its own, so that the primary hands each to the next process. */
-function post(url: string, body: string): Promise<number> {
+/**
+ * One request's status, on a connection of its own so that the primary hands each to the next
+ * process.
+ */
+function statusOf(
+  method: string,
+  url: string,
+  { body, headers = {} }: { body?: string; headers?: Record<string, string> } = {},
+): Promise<number> {
   return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
-      (response) => {
-        response.resume();
-        response.on('end', () => resolve(response.statusCode ?? 0));
-      },
-    );
+    const request = http.request(url, { method, agent: false, headers }, (response) => {
+      response.resume();
+      response.on('end', () => resolve(response.statusCode ?? 0));
+    });
     request.on('error', reject);
     request.end(body);
   });
 }
 
-/** A request's status on a connection of its own (each goes to the next process). */
-function statusOf(method: string, url: string, token: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      url,
-      { method, agent: false, headers: { authorization: `Bearer ${token}` } },
-      (response) => {
-        response.resume();
-        response.on('end', () => resolve(response.statusCode ?? 0));
-      },
-    );
-    request.on('error', reject);
-    request.end();
-  });
-}
-
 async function statuses(url: string, body: string, count: number): Promise<number[]> {
   const all: number[] = [];
-  for (let i = 0; i < count; i++) all.push(await post(url, body));
+  for (let i = 0; i < count; i++)
+    all.push(
+      await statusOf('POST', url, { body, headers: { 'content-type': 'application/json' } }),
+    );
   return all;
 }
 
@@ -243,7 +233,11 @@ describe.skipIf(!run)('kiln serve --ingress-processes 2', () => {
       expect(JSON.stringify(await refused.json())).toMatch(/no room for this model here/);
       // Neither process lists or serves it.
       for (let i = 0; i < 4; i++)
-        expect(await statusOf('GET', `${ingress.management}/models/half`, ingress.token)).toBe(404);
+        expect(
+          await statusOf('GET', `${ingress.management}/models/half`, {
+            headers: { authorization: `Bearer ${ingress.token}` },
+          }),
+        ).toBe(404);
       expect(await statuses(`${ingress.inference}/predictions/half`, '{}', 4)).toEqual(
         Array(4).fill(404),
       );
