@@ -1,23 +1,23 @@
 // Completes a package for `npm pack` / `npm publish`, run from its folder after `tsc -b`
 // (its `prepack` script):
-//  - copies the files tsc does not emit (plain .mjs/.cjs modules such as worker entries and
-//    translator plugins, .json data) from src/ into dist/, keeping their paths;
+//  - copies the files tsc does not emit from src/ into dist/ (tools/copy-assets.mjs);
 //  - copies the repository's LICENSE;
 //  - for a native addon package (package.json `kiln.addon`): copies the shared build helpers
 //    into kiln-common/, so that building from source works outside the repository, and the
 //    addon built here into prebuilds/<platform>-<arch>/ under node-gyp-build's naming, so that
 //    installing on a matching machine needs no compiler.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { copyAssets } from './copy-assets.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 
 ensureBuilt();
-copyAssets();
+copyAssets('.');
 cpSync(join(root, 'LICENSE'), 'LICENSE');
 if (pkg.kiln?.addon) prepareAddon(pkg.kiln.addon);
 
@@ -38,21 +38,6 @@ function ensureBuilt() {
   if (build.status !== 0 || missing.length > 0) {
     throw new Error(`${pkg.name}: the build left out ${missing.join(', ') || 'files'}`);
   }
-}
-
-function copyAssets() {
-  const asset = /\.(mjs|cjs|json)$/;
-  const testOnly = /(^|\/)test-(support|fixtures)(\/|\.|$)|\.test\./;
-  const visit = (dir) => {
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name);
-      const rel = relative('src', path);
-      if (testOnly.test(rel)) continue;
-      if (statSync(path).isDirectory()) visit(path);
-      else if (asset.test(name)) cpSync(path, join('dist', rel));
-    }
-  };
-  if (existsSync('src')) visit('src');
 }
 
 function prepareAddon(addonName) {
