@@ -19,6 +19,13 @@ export interface Frame {
   readonly contents: readonly Content[];
 }
 
+/**
+ * Properties to encode: an object, or the text of one as JSON (a batch's, written straight
+ * from its requests' metas: gathering dozens of prefixed keys into an object costs more than
+ * the rest of the frame).
+ */
+export type FrameProperties = Record<string, unknown> | string;
+
 // numpy spells bool/float types the same as Kiln except these.
 const NUMPY_NAMES: Partial<Record<DType, string>> = {};
 
@@ -67,12 +74,13 @@ interface ContentMeta {
  * worker's shared input region (SharedRegion): those travel as references.
  */
 export function encodeFrameParts(
-  frame: Frame,
+  frame: Omit<Frame, 'properties'> & { readonly properties: FrameProperties },
   shared?: ReadonlyMap<number, number>,
   answerInRegion = false,
 ): Buffer[] {
   const located = shared !== undefined && shared.size > 0;
-  const props = JSON.stringify(frame.properties);
+  const props =
+    typeof frame.properties === 'string' ? frame.properties : JSON.stringify(frame.properties);
   const propsLength = Buffer.byteLength(props);
   const metas: ContentMeta[] = [];
   // First pass: where every content starts, so all headers go into one allocation.
@@ -139,7 +147,9 @@ export function encodeFrameParts(
 }
 
 /** Encodes one frame into one buffer, length prefix included. */
-export function encodeFrame(frame: Frame): Buffer {
+export function encodeFrame(
+  frame: Omit<Frame, 'properties'> & { readonly properties: FrameProperties },
+): Buffer {
   const parts = encodeFrameParts(frame);
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }

@@ -27,7 +27,7 @@ export class PythonExecutionContext implements ExecutionContext {
 
   async forward(input: NDList): Promise<NDList> {
     if (!this.worker?.alive) await this.start();
-    const { properties, contents, hasMeta } = frameOf(input);
+    const { properties, contents, hasMeta, batched } = frameOf(input);
     const started = performance.now();
     const frame = await this.worker!.call(properties, contents);
     const roundTripMs = performance.now() - started;
@@ -40,7 +40,6 @@ export class PythonExecutionContext implements ExecutionContext {
       });
     }
     const tensors = frame.contents.map(contentTensor);
-    const batched = properties.batch_size !== undefined;
     if (!hasMeta && !batched) {
       failOnErrorCode(stringProperties(answer));
       return new NDList(tensors);
@@ -91,23 +90,34 @@ function publishCallTimings(timings: PythonCallTimings): void {
   if (callTimings.hasSubscribers) callTimings.publish(timings);
 }
 
-/** The frame for an NDList: meta tensors become properties (batch_NNN_-prefixed per request). */
+const PREFIXED_META = `_${META_TENSOR}`;
+
+/**
+ * The frame for an NDList: meta tensors become properties (batch_NNN_-prefixed per request),
+ * written as JSON text.
+ */
 function frameOf(input: NDList): {
-  properties: Record<string, unknown>;
+  properties: string;
   contents: Content[];
   hasMeta: boolean;
+  /** Whether the list is a batch (its own meta carries `batch_size`). */
+  batched: boolean;
 } {
-  const properties: Record<string, unknown> = {};
+  const entries: string[] = [];
   const bytes = new Set<string>();
   const rest: AnyTensor[] = [];
   let hasMeta = false;
+  let batched = false;
   for (const tensor of input) {
     const name = tensor.name ?? '';
-    if (name === META_TENSOR || name.endsWith(`_${META_TENSOR}`)) {
+    if (name === META_TENSOR || name.endsWith(PREFIXED_META)) {
       const prefix = name.slice(0, name.length - META_TENSOR.length);
       const meta = readMeta(tensor);
       hasMeta = true;
-      for (const [key, value] of Object.entries(meta.properties)) properties[prefix + key] = value;
+      if (prefix === '' && meta.properties.batch_size !== undefined) batched = true;
+      for (const key in meta.properties) {
+        entries.push(`${JSON.stringify(prefix + key)}:${JSON.stringify(meta.properties[key])}`);
+      }
       // A batch's metas name their request's own contents; the contents carry its prefix.
       for (const n of meta.bytes) bytes.add(prefix + n);
     } else {
@@ -120,7 +130,7 @@ function frameOf(input: NDList): {
       ? { name, bytes: tensor.data as Uint8Array }
       : tensorContent(tensor, name);
   });
-  return { properties, contents, hasMeta };
+  return { properties: `{${entries.join(',')}}`, contents, hasMeta, batched };
 }
 
 function stringProperties(properties: Record<string, unknown>): Record<string, string> {

@@ -5,6 +5,7 @@ import { KilnError, KilnErrorCode } from '@kiln/core';
 import {
   type Content,
   type Frame,
+  type FrameProperties,
   FrameKind,
   FrameReader,
   decodeFrame,
@@ -196,7 +197,7 @@ export class PythonWorker {
 
   /** One call; rejects with the handler's error, a timeout (the worker is then killed) or a crash. */
   call(
-    properties: Record<string, unknown>,
+    properties: FrameProperties,
     contents: readonly Content[],
     timeoutMs = this.options.predictTimeoutMs,
   ): Promise<Frame> {

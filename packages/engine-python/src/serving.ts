@@ -42,29 +42,32 @@ function batchIndexOf(name: string): number | undefined {
 }
 
 /**
- * The meta of each meta tensor made in this thread. A call's meta is written once and read
- * two or three times on the same thread (translator, batchifier, execution context); reading
- * it from here spares a JSON parse each time. The JSON stays the tensor's data, so a copy of
- * the tensor (another thread) still reads the same meta.
+ * A meta tensor made in this thread keeps its meta as an object: a call's meta is written once
+ * and read two or three times on the same thread (translator, batchifier, execution context),
+ * and reading it from here spares a JSON parse each time (and a WeakMap entry per request,
+ * which cost more than the JSON). The JSON stays the tensor's data, so a copy of the tensor
+ * (another thread) still reads the same meta.
  */
-const metaOfTensor = new WeakMap<AnyTensor, CallMeta>();
+class MetaTensor extends Tensor<'string'> {
+  constructor(
+    readonly meta: CallMeta,
+    name: string | undefined,
+    json = JSON.stringify(meta),
+  ) {
+    super('string', [json], [1], name);
+  }
 
-export function metaTensor(meta: CallMeta, name = META_TENSOR): AnyTensor {
-  const tensor = new Tensor('string', [JSON.stringify(meta)], [1], name);
-  metaOfTensor.set(tensor, meta);
-  return tensor;
+  override withName(name: string | undefined): Tensor<'string'> {
+    return new MetaTensor(this.meta, name, this.data[0]);
+  }
 }
 
-/** The same meta tensor under another name (no new JSON). */
-function renamedMeta(tensor: AnyTensor, name: string): AnyTensor {
-  const renamed = tensor.withName(name);
-  metaOfTensor.set(renamed, readMeta(tensor));
-  return renamed;
+export function metaTensor(meta: CallMeta, name = META_TENSOR): AnyTensor {
+  return new MetaTensor(meta, name);
 }
 
 export function readMeta(tensor: AnyTensor): CallMeta {
-  const known = metaOfTensor.get(tensor);
-  if (known) return known;
+  if (tensor instanceof MetaTensor) return tensor.meta;
   const parsed = JSON.parse((tensor.data as string[])[0] ?? '{}') as Partial<CallMeta>;
   return { properties: parsed.properties ?? {}, bytes: parsed.bytes ?? [] };
 }
@@ -255,7 +258,7 @@ export class PythonBatchifier implements Batchifier {
       for (const tensor of list) {
         if (tensor.name === META_TENSOR) {
           withMeta = true;
-          tensors.push(renamedMeta(tensor, prefix + META_TENSOR));
+          tensors.push(tensor.withName(prefix + META_TENSOR));
         } else {
           tensors.push(tensor.withName(prefix + (tensor.name ?? '')));
         }
