@@ -78,7 +78,7 @@ export async function createWorkerPool<I, O>(
     // The pool disposes the model when it shuts down, as it does when it cannot start.
     const pool = sharedPool(
       { ...options, model: { shared: model, translator } },
-      { release: () => model.dispose() },
+      { release: () => model.dispose(), computesElsewhere: true },
     );
     await pool.start();
     return pool;
@@ -184,7 +184,13 @@ function isShared<I, O>(
 /** Inline workers over one model loaded on the main thread. */
 function sharedPool<I, O>(
   options: WorkerPoolOptions<SharedModel<I, O>, I>,
-  extra: { release?: () => Promise<void>; placement?: PlacementReport; oneWorker?: boolean } = {},
+  extra: {
+    release?: () => Promise<void>;
+    placement?: PlacementReport;
+    oneWorker?: boolean;
+    /** The model's engine runs its forward off this thread (see InlineBackend). */
+    computesElsewhere?: boolean;
+  } = {},
 ): WorkerPool<I, O> {
   const { shared, translator } = options.model;
   const device = shared.device;
@@ -198,7 +204,10 @@ function sharedPool<I, O>(
     name: options.name ?? shared.name,
     settings: resolveWorkerPoolSettings(options.settings),
     devices: [device],
-    backends: { create: ({ threads }) => new InlineBackend(shared, translator, threads) },
+    backends: {
+      create: ({ threads }) =>
+        new InlineBackend(shared, translator, threads, extra.computesElsewhere),
+    },
     clock: options.clock,
     bucketOf: options.bucketOf,
     release: extra.release,

@@ -25,6 +25,8 @@ export class InlineBackend<I, O> implements WorkerBackend<I, O> {
     private readonly model: Model,
     private readonly translator: Translator<I, O>,
     private readonly threads: Omit<ThreadPlanRequest, 'engineOptions'>,
+    /** The engine's forward runs off this thread (its provider's `execution: 'async'`). */
+    readonly computesElsewhere = false,
   ) {}
 
   async start(): Promise<WorkerFacts> {

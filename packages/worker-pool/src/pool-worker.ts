@@ -244,31 +244,61 @@ export class PoolWorker<I, O> {
       this.batchController = undefined;
       if (controller.signal.aborted) this.runController = undefined;
     }
-    const answered = jobs.map(({ job }) => !job.settled);
-    if (run) {
-      jobs.forEach(({ job }, i) => {
-        const result = run.results[i];
-        if (!result)
-          job.reject(
-            new KilnError(KilnErrorCode.Internal, `${this.label} returned no result for a job`),
-          );
-        else if (result.ok) job.resolve(result.value);
-        else job.reject(result.error);
-      });
-      // The engine's own thread died under it: this predictor cannot run again.
-      const crash = run.results.find((r) => !r.ok && r.error.code === KilnErrorCode.WorkerCrashed);
-      if (crash && !crash.ok) this.dead ??= crash.error;
-    } else {
+    const runMs = this.clock.now() - takenAt;
+    if (!run) {
+      const report = this.reportOf(jobs, undefined, error, runMs);
       for (const { job } of jobs) job.reject(error!);
       this.dead ??= error!;
+      this.hooks.batchDone(report);
+      return;
     }
-    this.hooks.batchDone({
-      worker: this,
-      jobs: jobs.map((j, i) => ({ ...j, answered: answered[i]! })),
-      run,
-      error,
-      runMs: this.clock.now() - takenAt,
+    // The engine's own thread died under it: this predictor cannot run again.
+    const crash = run.results.find((r) => !r.ok && r.error.code === KilnErrorCode.WorkerCrashed);
+    if (crash && !crash.ok) this.dead ??= crash.error;
+    if (this.nextBatchWaits()) {
+      // The serve loop hands the waiting batch over within this turn's microtasks; these
+      // answers follow once they have run, so the engine computes while they are written.
+      setImmediate(() => this.settle(jobs, run, runMs));
+    } else {
+      this.settle(jobs, run, runMs);
+    }
+  }
+
+  /** Whether the next batch can be handed to an engine that computes elsewhere right now. */
+  private nextBatchWaits(): boolean {
+    if (!this.backend.computesElsewhere || this.dead || this.leaving) return false;
+    const { batchSize, maxBatchDelayMs } = this.options.batching;
+    // With a batch delay, fewer jobs than a batch would wait for more.
+    return this.queue.depth >= (maxBatchDelayMs > 0 ? batchSize : 1);
+  }
+
+  private settle(
+    jobs: readonly { job: Job<I, O>; queueMs: number }[],
+    run: BatchRun<O>,
+    runMs: number,
+  ): void {
+    const report = this.reportOf(jobs, run, undefined, runMs);
+    jobs.forEach(({ job }, i) => {
+      const result = run.results[i];
+      if (!result)
+        job.reject(
+          new KilnError(KilnErrorCode.Internal, `${this.label} returned no result for a job`),
+        );
+      else if (result.ok) job.resolve(result.value);
+      else job.reject(result.error);
     });
+    this.hooks.batchDone(report);
+  }
+
+  /** The batch as the pool counts it; `answered`: not settled (timed out, cancelled) before. */
+  private reportOf(
+    jobs: readonly { job: Job<I, O>; queueMs: number }[],
+    run: BatchRun<O> | undefined,
+    error: KilnError | undefined,
+    runMs: number,
+  ): BatchReport<I, O> {
+    const reported = jobs.map(({ job, queueMs }) => ({ job, queueMs, answered: !job.settled }));
+    return { worker: this, jobs: reported, run, error, runMs };
   }
 
   /**

@@ -42,6 +42,7 @@ interface PendingRun {
  */
 export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput> {
   readonly kind = 'thread';
+  readonly computesElsewhere = true;
   private host: HostThread | undefined;
   private hostedAs = 0;
   private pending: PendingRun | undefined;

@@ -13,6 +13,13 @@ export interface BatchRun<O> {
  */
 export interface WorkerBackend<I, O> {
   readonly kind: 'thread' | 'inline';
+  /**
+   * Whether a batch computes off the main thread (a worker thread, or an engine's own threads
+   * or processes): the worker then hands the next waiting batch over before it answers the
+   * last one, so that the engine computes while the main thread writes the answers. Absent:
+   * the batch computes on the main thread.
+   */
+  readonly computesElsewhere?: boolean;
   /** Loads what the worker needs; rejects (with the reason) when it cannot. */
   start(): Promise<WorkerFacts>;
   /**
