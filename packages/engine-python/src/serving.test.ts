@@ -104,6 +104,12 @@ describe.skipIf(!run)('Python mode serving', () => {
         type: 'json',
         value: { x: 7, batch: 1, type: 'application/json', trace: 'abc' },
       });
+      // A client's header cannot make its request look like a batch to the handler.
+      const spoofed = { ...json({ x: 8 }), headers: { batch_size: '3' } };
+      expect(await p.predict(spoofed)).toEqual({
+        type: 'json',
+        value: { x: 8, batch: 1, type: 'application/json', trace: null },
+      });
       const refused = await p.batchPredictSettled([json({ fail: true })]);
       expect(refused[0]).toMatchObject({
         ok: false,

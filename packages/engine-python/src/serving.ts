@@ -20,6 +20,9 @@ import {
  */
 export const META_TENSOR = '__kiln_meta__';
 
+/** The property that marks a call as a batch, and says how many requests it holds. */
+const BATCH_SIZE = 'batch_size';
+
 /** Properties and which contents are raw bytes (a request body) rather than tensors. */
 export interface CallMeta {
   readonly properties: Record<string, string>;
@@ -101,6 +104,9 @@ export class PythonServingTranslator implements Translator<ServingInput, Serving
 
   processInput(_ctx: TranslatorContext, input: ServingInput): NDList {
     const properties: Record<string, string> = { ...input.headers };
+    // Kiln's own mark of a batch: from a client, it would have the worker split one request
+    // into as many empty ones as it names.
+    if (BATCH_SIZE in properties) delete properties[BATCH_SIZE];
     if (input.contentType !== undefined) properties['content-type'] = input.contentType;
     if (input.body) {
       const body = new Tensor('uint8', input.body, [input.body.byteLength], 'data');
@@ -265,7 +271,7 @@ export class PythonBatchifier implements Batchifier {
       }
       hadMeta.push(withMeta);
     });
-    tensors.push(metaTensor({ properties: { batch_size: String(inputs.length) }, bytes: [] }));
+    tensors.push(metaTensor({ properties: { [BATCH_SIZE]: String(inputs.length) }, bytes: [] }));
     return {
       input: new NDList(tensors),
       unbatchify: (output) => unbatchify(output, hadMeta),
