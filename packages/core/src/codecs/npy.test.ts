@@ -68,6 +68,22 @@ describe('encodeNpy', () => {
     ]);
   });
 
+  it('writes each header for its own dtype and shape, however many shapes come and go', () => {
+    // Widths and shapes whose digits run together ('<U12' of 3, '<U1' of 23) stay apart.
+    const wide = new Tensor('string', Array.from({ length: 3 }, () => 'x'.repeat(12)), [3]);
+    const narrow = new Tensor('string', Array.from({ length: 23 }, () => 'y'), [23]);
+    for (let round = 0; round < 2; round++) {
+      expect(decodeNpy(encodeNpy(wide)).data).toEqual(wide.data);
+      expect(decodeNpy(encodeNpy(narrow)).data).toEqual(narrow.data);
+    }
+    for (let rows = 1; rows <= 100; rows++) {
+      const tensor = new Tensor('float32', new Float32Array(rows).fill(rows), [rows, 1]);
+      const decoded = decodeNpy(encodeNpy(tensor));
+      expect(decoded.shape).toEqual([rows, 1]);
+      expect(decoded.data).toEqual(tensor.data);
+    }
+  });
+
   it('refuses bfloat16, which numpy lacks', () => {
     expectKilnError(
       () => encodeNpy(new Tensor('bfloat16', new Uint16Array(2), [2])),

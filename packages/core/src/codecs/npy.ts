@@ -38,7 +38,7 @@ type ElementType =
 /** Encodes one tensor as a version 1.0 .npy file (2.0 if the header needs it), as numpy does. */
 export function encodeNpy(tensor: AnyTensor): Uint8Array {
   const { descr, data } = npyData(tensor);
-  const header = npyHeader(descr, tensor.shape);
+  const header = cachedHeader(descr, tensor.shape);
   const out = new Uint8Array(header.byteLength + data.byteLength);
   out.set(header);
   out.set(data, header.byteLength);
@@ -61,6 +61,25 @@ function unicodeData(strings: readonly string[]): { descr: string; data: Uint8Ar
   const words = new Uint32Array(strings.length * chars);
   codePoints.forEach((points, i) => words.set(points, i * chars));
   return { descr: `<U${chars}`, data: new Uint8Array(words.buffer) };
+}
+
+/**
+ * Headers of the last few (dtype, shape) pairs encoded: a server answers the same shape over
+ * and over, and writing the header text byte by byte cost a tenth of encoding a small answer.
+ * Bounded, so that shapes a client chooses cannot grow it.
+ */
+const recentHeaders = new Map<string, Uint8Array>();
+const RECENT_HEADERS = 32;
+
+function cachedHeader(descr: string, shape: Shape): Uint8Array {
+  const key = `${descr} ${shape.join(',')}`;
+  let header = recentHeaders.get(key);
+  if (header === undefined) {
+    header = npyHeader(descr, shape);
+    if (recentHeaders.size >= RECENT_HEADERS) recentHeaders.clear();
+    recentHeaders.set(key, header);
+  }
+  return header;
 }
 
 function npyHeader(descr: string, shape: Shape): Uint8Array {
