@@ -3,17 +3,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { NDList, type ServingInput, type ServingOutput, Tensor } from '@kiln/core';
-import { loadOrt } from '@kiln/engine-onnxruntime';
+import { probeOrt } from '@kiln/engine-onnxruntime';
 import { tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerPool } from './create-worker-pool.js';
 import { type WorkerPool, hasBatchAxis } from './worker-pool.js';
 
-const { run } = await checkEngine('OnnxRuntime', async () => {
-  await loadOrt();
-  return null;
-});
+const { run } = await checkEngine('OnnxRuntime', probeOrt);
 
 describe.skipIf(!run)('a pool over the real ONNX Runtime engine', () => {
   let dir: string;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { threadId } from 'node:worker_threads';
 import { NDList, Tensor } from '@kiln/core';
-import { loadOrt } from '@kiln/engine-onnxruntime';
+import { probeOrt } from '@kiln/engine-onnxruntime';
 import { tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,10 +11,7 @@ import { createWorkerPool } from './create-worker-pool.js';
 import { resolveWorkerPoolSettings, workerPoolSettingsFromProperties } from './settings.js';
 import { parseServingProperties } from '@kiln/core';
 
-const { run } = await checkEngine('OnnxRuntime', async () => {
-  await loadOrt();
-  return null;
-});
+const { run } = await checkEngine('OnnxRuntime', probeOrt);
 
 const ENGINES = ['@kiln/engine-onnxruntime'];
 const x = () => NDList.of(new Tensor('float32', Float32Array.of(1, -2, 3, -4), [1, 4], 'x'));

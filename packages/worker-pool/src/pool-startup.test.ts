@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { loadOrt } from '@kiln/engine-onnxruntime';
+import { probeOrt } from '@kiln/engine-onnxruntime';
 import { tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,10 +13,7 @@ import { endSpareHostThreads, prestartHostThread } from './inference-threads.js'
 import { LOAD_GATE } from './test-fixtures/async-scale-engine.js';
 import { ASYNC_SCALE_ENGINE_MODULE, writeScaleModel } from './test-fixtures/scale-model-folder.js';
 
-const { run } = await checkEngine('OnnxRuntime', async () => {
-  await loadOrt();
-  return null;
-});
+const { run } = await checkEngine('OnnxRuntime', probeOrt);
 
 describe.skipIf(!run)('a host thread started ahead of need', () => {
   let dir: string;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { loadOrt } from '@kiln/engine-onnxruntime';
+import { probeOrt } from '@kiln/engine-onnxruntime';
 import { mlpModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -33,10 +33,7 @@ describe('bestLevel', () => {
   });
 });
 
-const { run } = await checkEngine('OnnxRuntime', async () => {
-  await loadOrt();
-  return null;
-});
+const { run } = await checkEngine('OnnxRuntime', probeOrt);
 
 describe.skipIf(!run)('--tune on a real ONNX model', () => {
   let dir: string;
