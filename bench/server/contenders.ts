@@ -11,6 +11,7 @@ export const KILN_SOURCE = `${ROOT}apps/cli/bin/kiln.mjs`;
 /** The Node flags `kiln`'s bin runs with (see apps/cli/bin/kiln.mjs). */
 const KILN_NODE_FLAGS = ['--initial-old-space-size=128'];
 const NAIVE = fileURLToPath(new URL('./naive-server.mjs', import.meta.url));
+const BARE_PING = fileURLToPath(new URL('./bare-ping-server.mjs', import.meta.url));
 
 export interface Workload {
   readonly label: string;
@@ -159,15 +160,30 @@ export async function startKilnServe(
 }
 
 /** The hand-written Koa + onnxruntime-node server. */
-export async function startNaive(workload: Workload, port: number): Promise<RunningServer> {
-  const child = fork(NAIVE, [`${workload.modelDir}/model.onnx`, String(port)], {
+export function startNaive(workload: Workload, port: number): Promise<RunningServer> {
+  return forkServer('naive server', NAIVE, [`${workload.modelDir}/model.onnx`, String(port)], port);
+}
+
+/** A bare node:http server answering every request at once (the probe's floor under load). */
+export function startBarePing(port: number): Promise<RunningServer> {
+  return forkServer('bare ping server', BARE_PING, [String(port)], port);
+}
+
+/** A plain JavaScript server in a process of its own, up once it sends a message. */
+async function forkServer(
+  label: string,
+  script: string,
+  args: readonly string[],
+  port: number,
+): Promise<RunningServer> {
+  const child = fork(script, args, {
     execArgv: [],
     env: process.env,
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   await new Promise<void>((resolve, reject) => {
     child.once('message', () => resolve());
-    child.once('exit', (code) => reject(new Error(`naive server exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${label} exited with ${code}`)));
   });
   return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
 }

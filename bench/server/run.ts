@@ -25,6 +25,7 @@ import {
   type Workload,
   buildKilnCli,
   npyBody,
+  startBarePing,
   startInProcess,
   startKiln,
   startNaive,
@@ -270,11 +271,21 @@ async function throughputOf(started: Started, durationMs: number): Promise<numbe
   return result.throughput;
 }
 
-/** /ping's p99 while the contender is under the scenario's load, in ms. */
-async function pingP99Of(started: Started, durationMs: number): Promise<number> {
+/**
+ * /ping's p99 while the contender is under the scenario's load, in ms, and in the same pass
+ * the p99 of the same probe against `floorUrl`, an idle bare server: what the probe itself
+ * waits for a core while the load runs.
+ */
+async function pingP99Of(
+  started: Started,
+  durationMs: number,
+  floorUrl: string,
+): Promise<{ p99: number; floorP99: number }> {
   const ping = pingWhile(`${started.server!.url}/ping`);
+  const floor = pingWhile(`${floorUrl}/ping`);
   await throughputOf(started, durationMs);
-  return (await ping.stop()).p99;
+  const [own, bare] = await Promise.all([ping.stop(), floor.stop()]);
+  return { p99: own.p99, floorP99: bare.p99 };
 }
 
 /**
@@ -344,19 +355,32 @@ async function runScenario(scenario: Scenario, portBase: number): Promise<void> 
       // the HTTP contenders only.
       const probed = started.filter((s) => scenario.pingGoal!.contenders.includes(s.spec.name));
       const loops = new Map<string, number[]>();
+      const floors = new Map<string, number[]>();
+      const bare = await startBarePing(portBase + 9);
       const pings = await alternateRounds(
         probed.map((s) => ({
           name: s.spec.name,
           measure: async () => {
-            const pass = () => pingP99Of(s, seconds * 1000);
-            if (s.spec.kind !== 'kiln') return pass();
-            const { value, loopP99Ms } = await loopP99During(s, pass);
-            loops.set(s.spec.name, [...(loops.get(s.spec.name) ?? []), loopP99Ms]);
+            let floorP99 = Number.NaN;
+            const pass = async () => {
+              const probe = await pingP99Of(s, seconds * 1000, bare.url);
+              floorP99 = probe.floorP99;
+              return probe.p99;
+            };
+            let value: number;
+            if (s.spec.kind === 'kiln') {
+              const during = await loopP99During(s, pass);
+              value = during.value;
+              loops.set(s.spec.name, [...(loops.get(s.spec.name) ?? []), during.loopP99Ms]);
+            } else {
+              value = await pass();
+            }
+            floors.set(s.spec.name, [...(floors.get(s.spec.name) ?? []), floorP99]);
             return value;
           },
         })),
         { rounds },
-      );
+      ).finally(() => bare.stop());
       for (const s of probed) {
         const spread: Spread = spreadOf(pings[s.spec.name]!);
         console.log(
@@ -367,6 +391,9 @@ async function runScenario(scenario: Scenario, portBase: number): Promise<void> 
           console.log(
             `  ${goalLine(`event-loop delay p99 under load (server's metric), ${s.spec.name}`, spreadOf(loop), scenario.pingGoal.goal, ' ms', 1)}`,
           );
+        console.log(
+          `  the same probe's p99 against an idle bare node:http server during that load (the machine's floor): ${formatSpread(spreadOf(floors.get(s.spec.name)!))} ms`,
+        );
       }
     }
   } finally {
