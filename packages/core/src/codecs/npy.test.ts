@@ -70,8 +70,16 @@ describe('encodeNpy', () => {
 
   it('writes each header for its own dtype and shape, however many shapes come and go', () => {
     // Widths and shapes whose digits run together ('<U12' of 3, '<U1' of 23) stay apart.
-    const wide = new Tensor('string', Array.from({ length: 3 }, () => 'x'.repeat(12)), [3]);
-    const narrow = new Tensor('string', Array.from({ length: 23 }, () => 'y'), [23]);
+    const wide = new Tensor(
+      'string',
+      Array.from({ length: 3 }, () => 'x'.repeat(12)),
+      [3],
+    );
+    const narrow = new Tensor(
+      'string',
+      Array.from({ length: 23 }, () => 'y'),
+      [23],
+    );
     for (let round = 0; round < 2; round++) {
       expect(decodeNpy(encodeNpy(wide)).data).toEqual(wide.data);
       expect(decodeNpy(encodeNpy(narrow)).data).toEqual(narrow.data);
