@@ -116,7 +116,10 @@ function frameOf(input: NDList): {
       hasMeta = true;
       if (prefix === '' && meta.properties.batch_size !== undefined) batched = true;
       for (const key in meta.properties) {
-        entries.push(`${JSON.stringify(prefix + key)}:${JSON.stringify(meta.properties[key])}`);
+        const value = meta.properties[key];
+        // As JSON.stringify of an object leaves them out.
+        if (value === undefined) continue;
+        entries.push(`${JSON.stringify(prefix + key)}:${JSON.stringify(value)}`);
       }
       // A batch's metas name their request's own contents; the contents carry its prefix.
       for (const n of meta.bytes) bytes.add(prefix + n);

@@ -110,6 +110,12 @@ describe.skipIf(!run)('Python mode serving', () => {
         type: 'json',
         value: { x: 8, batch: 1, type: 'application/json', trace: null },
       });
+      // A header without a value (a JavaScript caller's undefined) is left out, not sent broken.
+      const unset = { ...json({ x: 9 }), headers: { 'x-trace': undefined as unknown as string } };
+      expect(await p.predict(unset)).toEqual({
+        type: 'json',
+        value: { x: 9, batch: 1, type: 'application/json', trace: null },
+      });
       const refused = await p.batchPredictSettled([json({ fail: true })]);
       expect(refused[0]).toMatchObject({
         ok: false,
