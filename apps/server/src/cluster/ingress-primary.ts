@@ -114,11 +114,11 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
           );
         // A registration failing here leaves nothing behind in this process (inEveryProcess).
         const result = await apply(origin, op, false);
+        const name = result.name ?? nameOf(op);
         const followers = slots.filter((s) => s !== origin && s.following);
         const outcomes = await Promise.allSettled(followers.map((s) => apply(s, op, true)));
         const failed = outcomes.findIndex((outcome) => outcome.status === 'rejected');
         if (failed < 0) {
-          const name = result.name ?? nameOf(op);
           applied = appendApplied(applied, { op, name });
           // Registered everywhere now, by a call that followed the ones that failed to replay.
           if (op.kind === 'register') for (const s of slots) s.lacking.delete(name);
@@ -140,7 +140,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
           await undoRegistration([origin, ...registered], result);
         } else {
           // The processes that applied it keep it; one replacing a process replays it.
-          applied = appendApplied(applied, { op, name: result.name ?? nameOf(op) });
+          applied = appendApplied(applied, { op, name });
         }
         throw new KilnError(error.code, `ingress process ${follower.index}: ${error.message}`, {
           ...(error.details ? { details: error.details } : {}),
