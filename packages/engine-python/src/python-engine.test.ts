@@ -17,6 +17,7 @@ import type { PythonExecutionContext } from './python-execution-context.js';
 import type { PythonModel } from './python-model.js';
 import { PythonEngine, visibleGpuCount } from './python-engine.js';
 import { probePython } from './probe.js';
+import { OPENMP_SPIN_COUNT } from './thread-env.js';
 
 const PYTHON = '/usr/bin/python3';
 const { run } = await checkEngine('Python', () => probePython(PYTHON));
@@ -280,6 +281,7 @@ def handle(inputs):
         return None
     return Output().add_as_json(os.environ.get("OMP_NUM_THREADS"))
 `;
+    const spinHandler = threadsHandler.replace('OMP_NUM_THREADS', 'GOMP_SPINCOUNT');
     const answer = async (model: PythonModel, intraOpThreads: number) => {
       const context = await model.newExecutionContext({ intraOpThreads });
       const output = await context.forward(
@@ -294,6 +296,12 @@ def handle(inputs):
     const chosen = await load(threadsHandler, {}, 'option.env=OMP_NUM_THREADS=5\n');
     expect(await answer(chosen, 1)).toBe('5');
     await chosen.dispose();
+    // OpenMP's idle threads spin briefly, unless the server's environment says how they wait.
+    const spin = await load(spinHandler);
+    const expected =
+      process.env.GOMP_SPINCOUNT ?? (process.env.OMP_WAIT_POLICY ? null : OPENMP_SPIN_COUNT);
+    expect(await answer(spin, 1)).toBe(expected);
+    await spin.dispose();
   });
 
   it('imports option.entryPoint as a module when it is not a .py file, as DJL Serving does', async () => {
