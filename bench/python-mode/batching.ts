@@ -18,6 +18,7 @@ import { alternateRounds } from '../harness/rounds.js';
 import { runLoad } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
 import { buildKilnCli, startKilnServe } from '../server/contenders.js';
+import { MLP_HANDLER } from './mlp-handler.js';
 import { perCallSplit } from './per-call-split.js';
 
 const { values: args } = parseArgs({
@@ -34,36 +35,6 @@ const concurrency = Number(args.concurrency);
 const hidden = Number(args.hidden);
 const PYTHON = '/usr/bin/python3';
 
-const MLP = (hidden: number) => `
-import io
-import numpy as np
-from djl_python import Input, Output
-
-rng = np.random.default_rng(0)
-H = ${hidden}
-W = [rng.standard_normal((64, H), dtype=np.float32) / 8,
-     rng.standard_normal((H, H), dtype=np.float32) / 16,
-     rng.standard_normal((H, 10), dtype=np.float32) / 16]
-
-def mlp(x):
-    for w in W[:-1]:
-        x = np.maximum(x @ w, 0)
-    return x @ W[-1]
-
-def handle(inputs: Input):
-    if inputs.is_empty():
-        return None
-    requests = inputs.get_batches()
-    x = np.concatenate([r.get_as_numpy()[0].reshape(1, 64) for r in requests])
-    y = mlp(x)
-    if not inputs.is_batch():
-        return Output().add_as_json(y[0].tolist())
-    out = Output()
-    for i in range(len(requests)):
-        out.add_as_json(y[i].tolist(), batch_index=i)
-    return out
-`;
-
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-python-batching-'));
 const models = { batched: 'batch_size=8\nmax_batch_delay=5\n', single: 'batch_size=1\n' };
 buildKilnCli();
@@ -73,7 +44,7 @@ const servers = Object.fromEntries(
     Object.entries(models).map(async ([name, properties]) => {
       const dir = path.join(root, name);
       fs.mkdirSync(dir);
-      fs.writeFileSync(path.join(dir, 'model.py'), MLP(hidden));
+      fs.writeFileSync(path.join(dir, 'model.py'), MLP_HANDLER(hidden));
       fs.writeFileSync(
         path.join(dir, 'serving.properties'),
         `engine=Python\noption.pythonExecutable=${PYTHON}\nminWorkers=1\nmaxWorkers=1\n${properties}`,
