@@ -33,5 +33,8 @@ describe('workerEnv', () => {
     expect(workerEnv({}, undefined, { OMP_WAIT_POLICY: 'ACTIVE' })).toEqual({});
     expect(workerEnv({}, undefined, { GOMP_SPINCOUNT: '300000' })).toEqual({});
     expect(workerEnv({ GOMP_SPINCOUNT: '0' }, 1, {}).GOMP_SPINCOUNT).toBe('0');
+    expect(workerEnv({ OMP_WAIT_POLICY: 'ACTIVE' }, undefined, {})).toEqual({
+      OMP_WAIT_POLICY: 'ACTIVE',
+    });
   });
 });

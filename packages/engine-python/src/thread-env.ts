@@ -9,7 +9,7 @@ const LIBRARY_THREAD_VARIABLES = ['MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS'] as 
  * 1.8–2.0 → 1.0–1.2 ms a request outside `handle`.
  */
 export const OPENMP_SPIN_COUNT = '10000';
-/** A user who set either has chosen how OpenMP waits. */
+/** A user who set either (for the server or in option.env) has chosen how OpenMP waits. */
 const OPENMP_WAIT_VARIABLES = ['GOMP_SPINCOUNT', 'OMP_WAIT_POLICY'] as const;
 
 /**
@@ -18,8 +18,8 @@ const OPENMP_WAIT_VARIABLES = ['GOMP_SPINCOUNT', 'OMP_WAIT_POLICY'] as const;
  * and numpy's OpenMP read when they load, and as MKL's and OpenBLAS's variables where the
  * server's environment does not set them. Without it every worker's torch starts one thread
  * per core, and two workers on two cores run four. OpenMP's idle threads spin briefly
- * (`OPENMP_SPIN_COUNT`) unless the server's environment says how they wait. `option.env`
- * wins over all of them.
+ * (`OPENMP_SPIN_COUNT`) unless the server's environment or `option.env` says how they wait.
+ * `option.env` wins over all of them.
  */
 export function workerEnv(
   optionEnv: Readonly<Record<string, string>>,
@@ -27,7 +27,7 @@ export function workerEnv(
   processEnv: Readonly<Record<string, string | undefined>> = process.env,
 ): Readonly<Record<string, string>> {
   const added: Record<string, string> = {};
-  if (!OPENMP_WAIT_VARIABLES.some((name) => processEnv[name])) {
+  if (!OPENMP_WAIT_VARIABLES.some((name) => processEnv[name] || optionEnv[name])) {
     added.GOMP_SPINCOUNT = OPENMP_SPIN_COUNT;
   }
   if (intraOpThreads !== undefined) {
