@@ -111,6 +111,26 @@ describe('JobQueue takeBatch signal', () => {
     expect(queue.depth).toBe(1);
   });
 
+  it('listens to the signal only while it waits: a batch handed over at once adds no listener', async () => {
+    const { queue } = setup();
+    const controller = new AbortController();
+    const signal = controller.signal;
+    let added = 0;
+    const add = signal.addEventListener.bind(signal);
+    signal.addEventListener = (...args: Parameters<typeof add>) => (added++, add(...args));
+    queue.submit('a');
+    expect(inputs(await queue.takeBatch({ maxSize: 1, maxDelayMs: 5, signal }))).toEqual(['a']);
+    queue.submit('b');
+    expect(inputs(await queue.takeBatch({ maxSize: 4, maxDelayMs: 0, signal }))).toEqual(['b']);
+    expect(added).toBe(0);
+    // Waiting for a first job, and gathering up to the delay, it still ends on abort.
+    const waiting = queue.takeBatch({ maxSize: 4, maxDelayMs: 5, signal });
+    queue.submit('c');
+    expect(added).toBe(1);
+    controller.abort();
+    expect(inputs(await waiting)).toEqual(['c']);
+  });
+
   it('returns the jobs held so far when aborted while gathering', async () => {
     const { queue } = setup();
     const controller = new AbortController();

@@ -226,11 +226,13 @@ export class JobQueue<I, O> {
         onAbort: undefined,
         done: false,
       };
-      if (signal) {
+      this.wait(consumer);
+      // A batch handed over at once (a busy queue) never waits: no abort listener to add and
+      // remove, which costs more than the take itself.
+      if (signal && !consumer.done) {
         consumer.onAbort = () => this.abortConsumer(consumer);
         signal.addEventListener('abort', consumer.onAbort, { once: true });
       }
-      this.wait(consumer);
     });
   }
 
