@@ -2,8 +2,8 @@
 const LIBRARY_THREAD_VARIABLES = ['MKL_NUM_THREADS', 'OPENBLAS_NUM_THREADS'] as const;
 
 /**
- * How long GNU OpenMP's idle threads (torch's, on Linux) spin before they sleep: about 10k
- * busy loops, tens of µs, where libgomp's default is 300k (milliseconds). After each forward
+ * How long GNU OpenMP's idle threads (torch's, on Linux) spin before they sleep: 10k busy
+ * loops, a thirtieth of libgomp's default (300k, milliseconds). After each forward
  * those spinning threads otherwise hold the cores the worker then needs to send its answer
  * and the server needs to write it. ResNet-18 in torch, 1 worker of 2 threads on 2 cores:
  * 1.8–2.0 → 1.0–1.2 ms a request outside `handle`.
