@@ -46,6 +46,8 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
   private host: HostThread | undefined;
   private hostedAs = 0;
   private pending: PendingRun | undefined;
+  /** The abort signal a listener of this backend already watches (see listenTo). */
+  private listenedSignal: AbortSignal | undefined;
   private nextRunId = 1;
   private starting:
     { resolve(facts: WorkerFacts): void; reject(error: KilnError): void } | undefined;
@@ -83,15 +85,9 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         new KilnError(KilnErrorCode.PredictorBusy, `${this.options.label} already runs a batch`),
       );
     const id = this.nextRunId++;
+    this.listenTo(signal);
     return new Promise((resolve, reject) => {
-      const onAbort = () => this.post({ type: 'abort', worker: this.hostedAs, id });
-      signal.addEventListener('abort', onAbort, { once: true });
-      const done = () => signal.removeEventListener('abort', onAbort);
-      this.pending = {
-        id,
-        resolve: (run) => (done(), resolve(run)),
-        reject: (error) => (done(), reject(error)),
-      };
+      this.pending = { id, resolve, reject };
       try {
         // Owned request memory (a server's bodies) always moves; other memory per transferInputs.
         this.send(host, id, inputs, this.options.transferInputs ? 'move' : 'move-owned');
@@ -105,6 +101,25 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         );
       }
     });
+  }
+
+  /**
+   * Aborts the run in flight when `signal` aborts. The pool hands every run the same signal
+   * until one is aborted, so one listener serves them all: none is added and removed per run.
+   */
+  private listenTo(signal: AbortSignal): void {
+    if (signal === this.listenedSignal) return;
+    this.listenedSignal = signal;
+    signal.addEventListener(
+      'abort',
+      () => {
+        // A signal since replaced by another stands for no run of this backend any more.
+        const pending = this.pending;
+        if (pending && this.listenedSignal === signal)
+          this.post({ type: 'abort', worker: this.hostedAs, id: pending.id });
+      },
+      { once: true },
+    );
   }
 
   /** Ends the engine's per-operator profile on the worker's thread (ONNX Runtime profiling). */

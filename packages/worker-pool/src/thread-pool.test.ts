@@ -22,6 +22,7 @@ import {
   CRASH_UNCAUGHT,
   FAIL_FORWARD,
   HANG_FOREVER,
+  WAIT_FOR_ABORT,
   provider,
 } from './test-fixtures/scale-engine.js';
 import {
@@ -169,6 +170,19 @@ describe('thread workers', () => {
     expect(after.map((w) => w.id)).not.toContain(before);
     expect(pool.stats().totals.crashes).toBe(1);
     expect(pool.describe().workerGroups[0]!.lastError).toMatch(/still running 300 ms after/);
+  });
+
+  it('abort a running batch on its thread once nobody waits for it, run after run', async () => {
+    const pool = await threadPool({ minWorkers: 1, maxWorkers: 1, batchSize: 1 });
+    for (let run = 0; run < 3; run++) {
+      // The engine ends only when its run's signal aborts: a timeout that did not reach the
+      // thread would leave this run hanging and every later request behind it.
+      expect(await outcome(pool.predict(vectorBody([WAIT_FOR_ABORT]), { timeoutMs: 100 }))).toBe(
+        KilnErrorCode.Timeout,
+      );
+      expect(y(await pool.predict(vectorBody([run])))).toEqual([2 * run]);
+    }
+    expect(pool.stats().totals.crashes).toBe(0);
   });
 
   it('keep the event loop free while a synchronous engine runs, unlike running it inline', async () => {

@@ -7,6 +7,7 @@ import {
   type Engine,
   type EngineProvider,
   type ExecutionContext,
+  type ForwardOptions,
   type ExecutionContextOptions,
   KilnError,
   KilnErrorCode,
@@ -34,6 +35,8 @@ export const CRASH_EXIT = 666;
 export const CRASH_UNCAUGHT = 667;
 export const FAIL_FORWARD = 668;
 export const HANG_FOREVER = 669;
+/** Waits until the run's signal aborts, then fails with CANCELLED: shows a run was aborted. */
+export const WAIT_FOR_ABORT = 670;
 export const MODEL_FILE = 'model.scale';
 
 class ScaleContext implements ExecutionContext {
@@ -43,7 +46,7 @@ class ScaleContext implements ExecutionContext {
     private readonly sleepMs: number,
   ) {}
 
-  async forward(input: NDList): Promise<NDList> {
+  async forward(input: NDList, options: ForwardOptions = {}): Promise<NDList> {
     const x = input.get(0);
     if (x.dtype !== 'float32')
       throw new KilnError(KilnErrorCode.UnsupportedDType, 'x must be float32');
@@ -60,6 +63,12 @@ class ScaleContext implements ExecutionContext {
     if (data.includes(FAIL_FORWARD))
       throw new KilnError(KilnErrorCode.EngineError, 'scale engine refused 668');
     if (data.includes(HANG_FOREVER)) crash(spinForever);
+    if (data.includes(WAIT_FOR_ABORT)) {
+      const signal = options.signal;
+      if (!signal) throw new KilnError(KilnErrorCode.Internal, 'the run has no signal');
+      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      throw new KilnError(KilnErrorCode.Cancelled, 'scale engine saw its run aborted');
+    }
     const until = performance.now() + this.busyMs;
     while (performance.now() < until) {
       // spins: the run is synchronous on purpose
