@@ -292,7 +292,7 @@ async function pingP99Of(
  * Kiln's own event-loop delay p99 over a pass, ms: its gauge covers the time since the last
  * scrape, so a scrape before the pass starts the window (with several processes, the worst).
  */
-async function loopP99During(started: Started, pass: () => Promise<number>) {
+async function loopP99During<T>(started: Started, pass: () => Promise<T>) {
   const metricsUrl = started.server!.url.replace(/:(\d+)$/, (_, p) => `:${Number(p) + 2}/metrics`);
   await (await fetch(metricsUrl)).text();
   const value = await pass();
@@ -361,22 +361,17 @@ async function runScenario(scenario: Scenario, portBase: number): Promise<void> 
         probed.map((s) => ({
           name: s.spec.name,
           measure: async () => {
-            let floorP99 = Number.NaN;
-            const pass = async () => {
-              const probe = await pingP99Of(s, seconds * 1000, bare.url);
-              floorP99 = probe.floorP99;
-              return probe.p99;
-            };
-            let value: number;
+            const pass = () => pingP99Of(s, seconds * 1000, bare.url);
+            let probe: { p99: number; floorP99: number };
             if (s.spec.kind === 'kiln') {
               const during = await loopP99During(s, pass);
-              value = during.value;
+              probe = during.value;
               loops.set(s.spec.name, [...(loops.get(s.spec.name) ?? []), during.loopP99Ms]);
             } else {
-              value = await pass();
+              probe = await pass();
             }
-            floors.set(s.spec.name, [...(floors.get(s.spec.name) ?? []), floorP99]);
-            return value;
+            floors.set(s.spec.name, [...(floors.get(s.spec.name) ?? []), probe.floorP99]);
+            return probe.p99;
           },
         })),
         { rounds },
