@@ -26,6 +26,9 @@ export interface Frame {
  */
 export type FrameProperties = Record<string, unknown> | string;
 
+/** A frame to send: its properties may already be JSON text. */
+export type OutgoingFrame = Omit<Frame, 'properties'> & { readonly properties: FrameProperties };
+
 // numpy spells bool/float types the same as Kiln except these.
 const NUMPY_NAMES: Partial<Record<DType, string>> = {};
 
@@ -74,7 +77,7 @@ interface ContentMeta {
  * worker's shared input region (SharedRegion): those travel as references.
  */
 export function encodeFrameParts(
-  frame: Omit<Frame, 'properties'> & { readonly properties: FrameProperties },
+  frame: OutgoingFrame,
   shared?: ReadonlyMap<number, number>,
   answerInRegion = false,
 ): Buffer[] {
@@ -147,9 +150,7 @@ export function encodeFrameParts(
 }
 
 /** Encodes one frame into one buffer, length prefix included. */
-export function encodeFrame(
-  frame: Omit<Frame, 'properties'> & { readonly properties: FrameProperties },
-): Buffer {
+export function encodeFrame(frame: OutgoingFrame): Buffer {
   const parts = encodeFrameParts(frame);
   return parts.length === 1 ? parts[0]! : Buffer.concat(parts);
 }
