@@ -66,7 +66,8 @@ class ScaleContext implements ExecutionContext {
     if (data.includes(WAIT_FOR_ABORT)) {
       const signal = options.signal;
       if (!signal) throw new KilnError(KilnErrorCode.Internal, 'the run has no signal');
-      await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      if (!signal.aborted)
+        await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
       throw new KilnError(KilnErrorCode.Cancelled, 'scale engine saw its run aborted');
     }
     const until = performance.now() + this.busyMs;
