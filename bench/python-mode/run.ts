@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CPU, NDList, Tensor, parseServingProperties, type ExecutionContext } from '@kiln/core';
-import { PYTHON_PACKAGE_DIR, createPythonEngine } from '@kiln/engine-python';
+import { META_TENSOR, PYTHON_PACKAGE_DIR, createPythonEngine } from '@kiln/engine-python';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
 import { startBareEcho, type BareEcho } from './bare-echo.js';
@@ -34,24 +34,40 @@ from djl_python import Input, Output
 def handle(inputs: Input):
     if inputs.is_empty():
         return None
-    return Output().add_as_numpy([inputs.get_as_numpy()[0]])
+    if inputs.get_property("content-type") == "application/json":
+        return Output().add_as_json(inputs.get_as_json())
+    x = inputs.get_as_numpy()[0]
+    # A tensor named "image" answers as a classifier does, 1000 floats; any other is echoed.
+    return Output().add_as_numpy([x.reshape(-1)[:1000].copy() if inputs.contains_key("image") else x])
 `;
+
+/**
+ * tensor: 600 kB in and echoed back; image: the same 600 kB in, a classifier's 1000 scores
+ * (4 kB) out, as ResNet-18 answers; small: a 100-byte JSON body in, parsed and answered as JSON.
+ */
+type Kind = 'tensor' | 'image' | 'small';
+const tensorName: Record<Kind, string> = { tensor: 'x', image: 'image', small: 'data' };
+const JSON_BODY = JSON.stringify({ text: 'a'.repeat(89) });
 
 const dir = mkdtempSync(join(tmpdir(), 'kiln-bench-python-'));
 writeFileSync(join(dir, 'model.py'), MODEL);
 
 /** µs per in-process handle() call on the same kind of Input, timed inside Python. */
-function inProcess(kind: 'tensor' | 'small'): number {
+function inProcess(kind: Kind): number {
   const script = `
 import sys, time, numpy as np
 sys.path.insert(0, ${JSON.stringify(dir)})
 from model import handle
 from kiln_python import Input
-x = np.zeros((1, 3, 224, 224), np.float32) if ${JSON.stringify(kind)} == 'tensor' else np.zeros((25,), np.float32)
-handle(Input(contents=[("x", x)]))
+if ${JSON.stringify(kind)} == 'small':
+    make = lambda: Input(properties={"content-type": "application/json"}, contents=[("data", ${JSON.stringify(JSON_BODY)}.encode())])
+else:
+    x = np.zeros((1, 3, 224, 224), np.float32)
+    make = lambda: Input(contents=[(${JSON.stringify(tensorName[kind])}, x)])
+handle(make())
 t = time.perf_counter()
 for _ in range(${calls}):
-    handle(Input(contents=[("x", x)]))
+    handle(make())
 print((time.perf_counter() - t) / ${calls} * 1e6)
 `;
   return Number(
@@ -94,28 +110,56 @@ const socketModel = await engine.loadModel({
   properties: parseServingProperties(''),
 });
 const socketContext = await socketModel.newExecutionContext();
-const inputs = {
+const inputs: Record<Kind, NDList> = {
   tensor: NDList.of(Tensor.zeros('float32', [1, 3, 224, 224], 'x')),
-  // 25 float32 = 100 bytes.
-  small: NDList.of(Tensor.zeros('float32', [25], 'x')),
+  image: NDList.of(Tensor.zeros('float32', [1, 3, 224, 224], 'image')),
+  // A request body as the server hands it over: its bytes and a content type.
+  small: NDList.of(
+    new Tensor('uint8', Buffer.from(JSON_BODY), [JSON_BODY.length], 'data'),
+    new Tensor(
+      'string',
+      [JSON.stringify({ properties: { 'content-type': 'application/json' }, bytes: ['data'] })],
+      [1],
+      META_TENSOR,
+    ),
+  ),
 };
-const payloads = {
+// Before measuring: each kind answers what its handler branch should.
+const answerSizes: Record<Kind, number> = { tensor: 3 * 224 * 224 * 4, image: 4000, small: 0 };
+for (const kind of ['tensor', 'image', 'small'] as const) {
+  const answer = (await context.forward(inputs[kind])).get(0);
+  if (kind === 'small') {
+    const text = Buffer.from(answer.data as Uint8Array).toString('utf8');
+    if (JSON.stringify(JSON.parse(text)) !== JSON_BODY) throw new Error(`JSON answer: ${text}`);
+  } else if ((answer.data as ArrayBufferView).byteLength !== answerSizes[kind]) {
+    throw new Error(`${kind} answered ${(answer.data as ArrayBufferView).byteLength} bytes`);
+  }
+}
+// The bare echo sends back what it got, so it has no floor for the image's smaller answer.
+const payloads: Record<Kind, Buffer | undefined> = {
   tensor: Buffer.alloc(3 * 224 * 224 * 4),
+  image: undefined,
   small: Buffer.alloc(100),
 };
-const goals = { tensor: 150, small: 60 };
-for (const kind of ['tensor', 'small'] as const) {
+const goals: Record<Kind, number> = { tensor: 150, image: 150, small: 60 };
+const labels: Record<Kind, string> = {
+  tensor: '600 kB tensor, echoed',
+  image: '600 kB tensor, 1000 scores back',
+  small: '100-byte JSON body',
+};
+for (const kind of ['tensor', 'image', 'small'] as const) {
+  const payload = payloads[kind];
   const figures = await alternateRounds(
     [
       { name: 'kiln', measure: () => viaKiln(context, inputs[kind]) },
       { name: 'socket', measure: () => viaKiln(socketContext, inputs[kind]) },
       { name: 'python', measure: () => Promise.resolve(inProcess(kind)) },
-      { name: 'bare', measure: () => viaBareEcho(bareEcho, payloads[kind]) },
+      ...(payload ? [{ name: 'bare', measure: () => viaBareEcho(bareEcho, payload) }] : []),
     ],
     { rounds, warmupRounds: 1 },
   );
   const overhead = figures.kiln!.map((k, i) => k - figures.python![i]!);
-  const label = kind === 'tensor' ? '600 kB tensor' : '100-byte body';
+  const label = labels[kind];
   console.log(
     `${label}: Kiln ${spreadOf(figures.kiln!).median.toFixed(0)} µs/call, in-process ${spreadOf(figures.python!).median.toFixed(0)} µs/call`,
   );
@@ -127,9 +171,10 @@ for (const kind of ['tensor', 'small'] as const) {
     `  with every byte over the socket (option.sharedMemory=false): ${spreadOf(figures.socket!).median.toFixed(0)} µs/call, ` +
       `IPC overhead ${formatSpread(spreadOf(socketOverhead), 0)} µs; default ÷ socket per call ${formatSpread(ratioSpread(figures.kiln!, figures.socket!), 2)}`,
   );
+  if (!payload) continue;
   const aboveBare = figures.kiln!.map((k, i) => k - figures.bare![i]!);
   console.log(
-    `  bare echo of the same ${payloads[kind].length} B over the same sockets (no Kiln code): ${formatSpread(spreadOf(figures.bare!), 0)} µs/call; ` +
+    `  bare echo of the same ${payload.length} B over the same sockets (no Kiln code): ${formatSpread(spreadOf(figures.bare!), 0)} µs/call; ` +
       `Kiln above it ${formatSpread(spreadOf(aboveBare), 0)} µs/call`,
   );
 }
