@@ -3,7 +3,7 @@
  * with batch_size 1 and batch_size 8; prints throughput, latency, the event loop's lag and
  * the throughput ratio.
  *
- *   node -C @kiln/source --import tsx bench/batching/run.ts [--requests 4000] [--concurrency 32] [--batch 8] [--nice 5] …
+ *   node -C @kiln/source --import tsx bench/batching/run.ts [--requests 4000] [--concurrency 32] [--batch 8] [--nice 5] [--placement thread] …
  */
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { MODEL_FILE, mlpModel } from '@kiln/model-tools';
-import { createWorkerPool } from '@kiln/worker-pool';
+import { createWorkerPool, parsePlacement } from '@kiln/worker-pool';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { type LoadResult, runLoad } from './load-test.js';
 import { largestDifference, rowRequests } from './workload.js';
@@ -28,6 +28,8 @@ const { values: args } = parseArgs({
     hidden: { type: 'string', default: '512,256' },
     seed: { type: 'string', default: '11' },
     nice: { type: 'string', default: '5' },
+    // The server's default. The pool's own default, auto, runs a model this small inline.
+    placement: { type: 'string', default: 'thread' },
   },
 });
 const int = (name: keyof typeof args) => {
@@ -55,11 +57,12 @@ async function main(): Promise<void> {
       maxWorkers: workers,
       jobQueueSize: Math.max(1000, 2 * concurrency),
       workerNice: Number(args.nice),
+      placement: parsePlacement(args.placement),
     },
   }));
 
   console.log(
-    `model: MLP ${[inputSize, ...hidden, 10].join('-')} (ONNX Runtime, ${workers} thread workers, workerNice ${args.nice}); ` +
+    `model: MLP ${[inputSize, ...hidden, 10].join('-')} (ONNX Runtime, ${workers} workers, placement ${args.placement}, workerNice ${args.nice}); ` +
       `${requests.length} requests, concurrency ${concurrency}, ${args.rounds} rounds`,
   );
   const pools = await Promise.all(
@@ -70,6 +73,12 @@ async function main(): Promise<void> {
       }),
     ),
   );
+  for (const [i, pool] of pools.entries()) {
+    const { kind, reason } = pool.describe().placement;
+    console.log(
+      `${configurations[i]!.name}: workers run ${kind === 'inline' ? 'on the calling thread' : 'on threads'} (${reason})`,
+    );
+  }
   const results = new Map<string, LoadResult[]>(configurations.map((c) => [c.name, []]));
   const idleLag: number[] = [];
   try {
