@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Tensor, encodeNpy, type ServingInput } from '@kiln/core';
-import { createWorkerPool } from '@kiln/worker-pool';
+import { createWorkerPool, parsePlacement } from '@kiln/worker-pool';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The CLI as the registry installs it: built JS, no TypeScript loader. */
@@ -224,6 +224,8 @@ function poolSettingsOf(workload: Workload) {
     ...(props.max_batch_delay ? { maxBatchDelayMs: Number(props.max_batch_delay) } : {}),
     ...(props.minWorkers ? { minWorkers: Number(props.minWorkers) } : {}),
     ...(props.maxWorkers ? { maxWorkers: Number(props.maxWorkers) } : {}),
+    // The server's default placement, not the in-process pool's (auto).
+    placement: parsePlacement(props.placement ?? 'thread'),
   };
 }
 
