@@ -11,6 +11,7 @@ export const KILN_SOURCE = `${ROOT}apps/cli/bin/kiln.mjs`;
 /** The Node flags `kiln`'s bin runs with (see apps/cli/bin/kiln.mjs). */
 const KILN_NODE_FLAGS = ['--initial-old-space-size=128'];
 const NAIVE = fileURLToPath(new URL('./naive-server.mjs', import.meta.url));
+const FLOOR = fileURLToPath(new URL('./floor-server.mjs', import.meta.url));
 const BARE_PING = fileURLToPath(new URL('./bare-ping-server.mjs', import.meta.url));
 
 export interface Workload {
@@ -162,6 +163,11 @@ export async function startKilnServe(
 /** The hand-written Koa + onnxruntime-node server. */
 export function startNaive(workload: Workload, port: number): Promise<RunningServer> {
   return forkServer('naive server', NAIVE, [`${workload.modelDir}/model.onnx`, String(port)], port);
+}
+
+/** Kiln's design written bare (floor-server.mjs): a reference for Kiln's own cost. */
+export function startFloor(workload: Workload, port: number): Promise<RunningServer> {
+  return forkServer('floor server', FLOOR, [`${workload.modelDir}/model.onnx`, String(port)], port);
 }
 
 /** A bare node:http server answering every request at once (the probe's floor under load). */

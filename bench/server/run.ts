@@ -28,6 +28,7 @@ import {
   startBarePing,
   startInProcess,
   startKiln,
+  startFloor,
   startNaive,
 } from './contenders.js';
 import { type LoadOptions, type LoadResult, pingWhile, runLoad } from './load-generator.js';
@@ -49,10 +50,13 @@ const load = (options: LoadOptions): Promise<LoadResult> =>
   useWrk ? runWrk(options) : runLoad(options);
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-bench-server-'));
 
-/** A server under test: Kiln with some serving.properties, the naive server, or in process. */
+/**
+ * A server under test: Kiln with some serving.properties, the naive server, in process, or the
+ * floor (floor-server.mjs: Kiln's design with none of Kiln's code, a reference).
+ */
 interface ContenderSpec {
   readonly name: string;
-  readonly kind: 'kiln' | 'naive' | 'in-process';
+  readonly kind: 'kiln' | 'naive' | 'in-process' | 'floor';
   /** serving.properties for Kiln; none means Kiln's defaults. */
   readonly properties?: Readonly<Record<string, string>>;
   /** Server settings for Kiln, as KILN_* environment variables. */
@@ -112,6 +116,7 @@ const scenarios: Scenario[] = [
         properties: { placement: 'inline' },
       },
       { name: 'naive koa+ort', kind: 'naive' },
+      { name: 'floor', kind: 'floor' },
     ],
     ratios: [
       {
@@ -119,6 +124,13 @@ const scenarios: Scenario[] = [
         of: 'kiln defaults',
         over: 'naive koa+ort',
         goal: { atLeast: 2 },
+      },
+      {
+        // How close Kiln's defaults come to its design written bare (no goal of its own).
+        label: 'kiln defaults ÷ floor',
+        of: 'kiln defaults',
+        over: 'floor',
+        goal: { atLeast: 1 },
       },
       {
         label: 'kiln batch 32 ÷ naive',
@@ -248,11 +260,14 @@ async function start(
   if (spec.kind === 'kiln')
     return { spec, workload, server: await startKiln(workload, port, [], spec.env) };
   if (spec.kind === 'naive') return { spec, workload, server: await startNaive(workload, port) };
+  if (spec.kind === 'floor') return { spec, workload, server: await startFloor(workload, port) };
   return { spec, workload, inProcess: await startInProcess(workload) };
 }
 
 function routeOf(started: Started): string {
-  return started.spec.kind === 'naive' ? '/infer' : `/predictions/${started.workload.modelName}`;
+  return started.spec.kind === 'naive' || started.spec.kind === 'floor'
+    ? '/infer'
+    : `/predictions/${started.workload.modelName}`;
 }
 
 const npyHeaders = { 'content-type': 'tensor/npy', accept: 'tensor/npy' };

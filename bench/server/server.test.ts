@@ -12,7 +12,7 @@ const availability = await checkEngine('OnnxRuntime', async () => {
 const RUN = fileURLToPath(new URL('./run.ts', import.meta.url));
 
 describe.runIf(availability.run)('bench/server', () => {
-  it('runs Kiln and the naive server on the same answers and prints ratios against goals', async () => {
+  it('runs Kiln, the naive server and the floor on the same answers and prints ratios against goals', async () => {
     const { stdout } = await promisify(execFile)(
       process.execPath,
       [
@@ -31,6 +31,9 @@ describe.runIf(availability.run)('bench/server', () => {
       { timeout: 120_000 },
     );
     expect(stdout).toMatch(/naive koa\+ort\s+[\d.]+ \[/);
+    // The floor (Kiln's design written bare) answers the same numbers, or the run stops.
+    expect(stdout).toMatch(/floor\s+[\d.]+ \[/);
+    expect(stdout).toMatch(/kiln defaults ÷ floor: [\d.]+ \[/);
     expect(stdout).toMatch(
       /kiln defaults ÷ naive: [\d.]+ \[[\d.]+–[\d.]+\]× \(goal ≥ 2×: (meets|misses)\)/,
     );
