@@ -74,7 +74,7 @@ function optionOverrides(): Record<string, string> {
  */
 function startEchoThread(): { call(body: Uint8Array): Promise<void>; close(): Promise<void> } {
   const worker = new Worker(
-    "require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m));",
+    "const { parentPort } = require('node:worker_threads'); parentPort.on('message', (m) => parentPort.postMessage(m));",
     { eval: true },
   );
   return {

@@ -61,7 +61,7 @@ sys.path.insert(0, ${JSON.stringify(dir)})
 from model import handle
 from kiln_python import Input
 if ${JSON.stringify(kind)} == 'small':
-    make = lambda: Input(properties={"content-type": "application/json"}, contents=[("data", ${JSON.stringify(JSON_BODY)}.encode())])
+    make = lambda: Input(properties={"content-type": "application/json"}, contents=[(${JSON.stringify(tensorName.small)}, ${JSON.stringify(JSON_BODY)}.encode())])
 else:
     x = np.zeros((1, 3, 224, 224), np.float32)
     make = lambda: Input(contents=[(${JSON.stringify(tensorName[kind])}, x)])
@@ -116,10 +116,15 @@ const inputs: Record<Kind, NDList> = {
   image: NDList.of(Tensor.zeros('float32', [1, 3, 224, 224], 'image')),
   // A request body as the server hands it over: its bytes and a content type.
   small: NDList.of(
-    new Tensor('uint8', Buffer.from(JSON_BODY), [JSON_BODY.length], 'data'),
+    new Tensor('uint8', Buffer.from(JSON_BODY), [JSON_BODY.length], tensorName.small),
     new Tensor(
       'string',
-      [JSON.stringify({ properties: { 'content-type': 'application/json' }, bytes: ['data'] })],
+      [
+        JSON.stringify({
+          properties: { 'content-type': 'application/json' },
+          bytes: [tensorName.small],
+        }),
+      ],
       [1],
       META_TENSOR,
     ),
