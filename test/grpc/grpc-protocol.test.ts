@@ -2,7 +2,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { status as GrpcStatus } from '@grpc/grpc-js';
+import { Client, status as GrpcStatus, credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromFloat16Bits, toFloat16Bits } from '@kiln/core';
 import { INFERENCE_PROTO_PATH } from '@kiln/server';
@@ -240,6 +240,43 @@ describe('ModelInfer', () => {
   });
 });
 
+describe('messages that are no protobuf', () => {
+  // Bytes no inference message parses from: a varint running past the end, a wire type 6.
+  const garbage = [Buffer.from([0xff, 0xff, 0xff, 0xff]), Buffer.from('not a protobuf message')];
+
+  it('answer INVALID_ARGUMENT on every method, naming the problem', async () => {
+    const raw = new Client(t.server.urls.grpc!, credentials.createInsecure());
+    const send = (method: string, bytes: Buffer) =>
+      new Promise<{ code: number; details: string } | undefined>((resolve) =>
+        raw.makeUnaryRequest(
+          `/inference.GRPCInferenceService/${method}`,
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          bytes,
+          (error) => resolve(error ? { code: error.code, details: error.details } : undefined),
+        ),
+      );
+    try {
+      for (const method of ['ModelInfer', 'ModelMetadata', 'ModelReady']) {
+        for (const bytes of garbage) {
+          const error = await send(method, bytes);
+          expect(error, `${method} ${bytes.toString('hex')}`).toBeDefined();
+          expect(error!.code, error!.details).toBe(GrpcStatus.INVALID_ARGUMENT);
+          expect(error!.details).toMatch(new RegExp(`${method} request is not a valid protobuf`));
+          expect(error!.details).not.toMatch(/\bat .+:\d+:\d+|node:internal|\.ts:\d+/);
+        }
+      }
+    } finally {
+      raw.close();
+    }
+    expect(await grpc.call('ServerLive', {})).toEqual({ live: true });
+    const text = await (await fetch(`${t.metrics}/metrics`)).text();
+    expect(text).toMatch(
+      /kiln_requests_total\{api="grpc",route="ModelInfer",model="",status="INVALID_ARGUMENT"\} 2/,
+    );
+  });
+});
+
 describe('deadlines and cancellation reach the queue', () => {
   const slowRequest = {
     model_name: 'slow',
@@ -348,6 +385,22 @@ describe.skipIf(!hasGrpcio)('an independent client: Python grpcio', () => {
       });
     }
     fs.rmSync(stubs, { recursive: true, force: true });
+  });
+
+  it('gets INVALID_ARGUMENT for bytes that are no ModelInferRequest', async () => {
+    // No serializer: grpcio sends the bytes as they are.
+    const script = [
+      'import sys, grpc',
+      'with grpc.insecure_channel(sys.argv[1]) as channel:',
+      "    infer = channel.unary_unary('/inference.GRPCInferenceService/ModelInfer')",
+      '    try:',
+      '        infer(bytes([0xff] * 4), timeout=30)',
+      "        print('OK')",
+      '    except grpc.RpcError as error:',
+      '        print(error.code().name, error.details())',
+    ].join('\n');
+    const stdout = await runPython(['-c', script, t.server.urls.grpc!], '');
+    expect(stdout).toMatch(/^INVALID_ARGUMENT the ModelInfer request is not a valid protobuf/);
   });
 });
 

@@ -2,7 +2,7 @@ import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { ServerContext } from '../routes/server-context.js';
 import { parseGrpcAddress } from './grpc-address.js';
 import { inferenceService } from './inference-service.js';
-import { inferenceServiceDefinition } from './proto.js';
+import { bytesInServiceDefinition } from './proto.js';
 
 export interface GrpcListener {
   /** `host:port` it is bound to. */
@@ -21,7 +21,8 @@ export async function listenGrpc(server: ServerContext, address: string): Promis
     'grpc.max_receive_message_length': server.config.maxRequestSize,
     'grpc.max_send_message_length': -1,
   });
-  grpc.addService(inferenceServiceDefinition(), inferenceService(server));
+  const { definition, decoders } = bytesInServiceDefinition();
+  grpc.addService(definition, inferenceService(server, decoders));
   const target = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
   const bound = await new Promise<number>((resolve, reject) =>
     grpc.bindAsync(target, ServerCredentials.createInsecure(), (error, boundPort) =>

@@ -10,23 +10,34 @@ import { V2_EXTENSIONS, modelMetadata, modelReady, serverReady } from '../routes
 import type { ModelInferRequest, ModelInferResponse, ModelRef } from './grpc-messages.js';
 import { decodeInferInputs, encodeInferResponse } from './grpc-tensors.js';
 import { grpcStatusName, toGrpcError } from './grpc-status.js';
+import type { RequestDecoder } from './proto.js';
 
-type Handler<Req, Res> = (call: ServerUnaryCall<Req, Res>) => Res | Promise<Res>;
+type Handler<Req, Res> = (request: Req, call: ServerUnaryCall<Buffer, Res>) => Res | Promise<Res>;
 
-/** `inference.GRPCInferenceService` over the server's models, queues and metrics. */
-export function inferenceService(server: ServerContext): UntypedServiceImplementation {
+/**
+ * `inference.GRPCInferenceService` over the server's models, queues and metrics. Requests
+ * arrive as bytes and are parsed here with `decoders` (see bytesInServiceDefinition).
+ */
+export function inferenceService(
+  server: ServerContext,
+  decoders: ReadonlyMap<string, RequestDecoder>,
+): UntypedServiceImplementation {
   const unary =
     <Req, Res>(method: string, handler: Handler<Req, Res>) =>
-    (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => {
+    (call: ServerUnaryCall<Buffer, Res>, callback: sendUnaryData<Res>) => {
       const started = performance.now();
-      const model = modelOf(call.request);
+      let model = '';
       const finish = (status: string) => {
         const labels = { api: 'grpc', route: method, model };
         server.metrics.requests.inc({ ...labels, status });
         server.metrics.requestSeconds.observe(labels, (performance.now() - started) / 1000);
       };
       // An async function, so that a synchronous throw becomes a status too.
-      void (async () => handler(call))().then(
+      void (async () => {
+        const request = decodeRequest(decoders, method, call.request) as Req;
+        model = modelOf(request);
+        return handler(request, call);
+      })().then(
         (response) => {
           finish('OK');
           callback(null, response);
@@ -44,7 +55,7 @@ export function inferenceService(server: ServerContext): UntypedServiceImplement
   return {
     ServerLive: unary('ServerLive', () => ({ live: true })),
     ServerReady: unary('ServerReady', () => ({ ready: serverReady(server) })),
-    ModelReady: unary<ModelRef, { ready: boolean }>('ModelReady', ({ request }) => ({
+    ModelReady: unary<ModelRef, { ready: boolean }>('ModelReady', (request) => ({
       ready: modelReady(server, request.name, request.version || undefined),
     })),
     ServerMetadata: unary('ServerMetadata', () => ({
@@ -52,11 +63,11 @@ export function inferenceService(server: ServerContext): UntypedServiceImplement
       version: server.version,
       extensions: [...V2_EXTENSIONS],
     })),
-    ModelMetadata: unary<ModelRef, unknown>('ModelMetadata', ({ request }) =>
+    ModelMetadata: unary<ModelRef, unknown>('ModelMetadata', (request) =>
       modelMetadata(server, request.name, request.version || undefined),
     ),
-    ModelInfer: unary<ModelInferRequest, ModelInferResponse>('ModelInfer', (call) =>
-      modelInfer(server, call),
+    ModelInfer: unary<ModelInferRequest, ModelInferResponse>('ModelInfer', (request, call) =>
+      modelInfer(server, request, call),
     ),
   };
 }
@@ -68,10 +79,10 @@ export function inferenceService(server: ServerContext): UntypedServiceImplement
  */
 async function modelInfer(
   server: ServerContext,
-  call: ServerUnaryCall<ModelInferRequest, ModelInferResponse>,
+  request: ModelInferRequest,
+  call: ServerUnaryCall<Buffer, ModelInferResponse>,
 ): Promise<ModelInferResponse> {
   if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
-  const { request } = call;
   const version = request.model_version || undefined;
   const entry = server.models.get(request.model_name, version);
   const inputs = decodeInferInputs(request);
@@ -102,6 +113,22 @@ async function modelInfer(
     return encodeInferResponse(request, output.tensors, entry);
   } finally {
     call.off('cancelled', onCancelled);
+  }
+}
+
+/** The request message, or INVALID_ARGUMENT (through InvalidInput) when its bytes are no such message. */
+function decodeRequest(
+  decoders: ReadonlyMap<string, RequestDecoder>,
+  method: string,
+  bytes: Buffer,
+): unknown {
+  try {
+    return decoders.get(method)!(bytes);
+  } catch (error) {
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `the ${method} request is not a valid protobuf message: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
 }
 

@@ -39,3 +39,24 @@ export function inferenceServiceDefinition(): ServiceDefinition {
   };
   return service.service;
 }
+
+/** Parses one method's request message from its bytes. */
+export type RequestDecoder = (bytes: Buffer) => unknown;
+
+/**
+ * The service with each request handed to its handler as bytes, and each method's parser.
+ * grpc-js answers a request its own parser refuses with INTERNAL, a server fault; parsed in
+ * the handler, a malformed message is the client's error, INVALID_ARGUMENT.
+ */
+export function bytesInServiceDefinition(): {
+  definition: ServiceDefinition;
+  decoders: ReadonlyMap<string, RequestDecoder>;
+} {
+  const decoders = new Map<string, RequestDecoder>();
+  const definition: Record<string, ServiceDefinition[string]> = {};
+  for (const [method, attributes] of Object.entries(inferenceServiceDefinition())) {
+    decoders.set(method, attributes.requestDeserialize as RequestDecoder);
+    definition[method] = { ...attributes, requestDeserialize: (bytes: Buffer) => bytes };
+  }
+  return { definition, decoders };
+}
