@@ -1,4 +1,4 @@
-import { KilnError } from '@kiln/core';
+import { KilnError, KilnErrorCode } from '@kiln/core';
 
 /** Exit codes: 0 ok, 1 failure, 2 usage. */
 export const EXIT_FAILURE = 1;
@@ -37,22 +37,31 @@ export class ReportedFailure extends Error {
   }
 }
 
-/** One clear line (plus a hint) for the terminal; the stack only with --verbose. */
-export function describeFailure(
-  error: unknown,
-  verbose: boolean,
-): { lines: string[]; exitCode: number } {
-  if (error instanceof ReportedFailure) return { lines: [], exitCode: error.exitCode };
+/** What went wrong, as `kiln` reports it: as text for people, as JSON under --json. */
+export interface Failure {
+  readonly exitCode: number;
+  /** A KilnError's code, `USAGE` for a wrong command line, `INTERNAL` for anything else. */
+  readonly code: string;
+  readonly message: string;
+  readonly hint?: string;
+  /** Only with --verbose. */
+  readonly stack?: string;
+}
+
+/** The code of a failure that is the command line's fault. */
+export const USAGE_CODE = 'USAGE';
+
+/** A failure with its code and hint (a ReportedFailure has only its exit code left to return). */
+export function describeFailure(error: unknown, verbose: boolean): Failure {
   if (error instanceof UsageError) {
     return {
-      lines: [`error: ${error.message}`, ...(error.hint ? [`hint: ${error.hint}`] : [])],
       exitCode: EXIT_USAGE,
+      code: USAGE_CODE,
+      message: error.message,
+      ...(error.hint ? { hint: error.hint } : {}),
     };
   }
   const message = error instanceof Error ? error.message : String(error);
-  const lines = [`error: ${message.split('\n')[0]}`];
-  const rest = message.split('\n').slice(1);
-  lines.push(...rest.map((l) => `  ${l.trim()}`));
   // A hint the error carries knows its case better than the one for its code.
   const ownHint = error instanceof KilnError ? error.details?.hint : undefined;
   const hint =
@@ -60,9 +69,31 @@ export function describeFailure(
       ? ownHint
       : error instanceof KilnError
         ? HINTS[error.code]
-        : undefined;
-  if (hint) lines.push(`hint: ${hint}`);
-  if (verbose && error instanceof Error && error.stack) lines.push(error.stack);
-  else if (!(error instanceof KilnError)) lines.push('hint: run again with --verbose for details');
-  return { lines, exitCode: EXIT_FAILURE };
+        : verbose
+          ? undefined
+          : 'run again with --verbose for details';
+  return {
+    exitCode: EXIT_FAILURE,
+    code: error instanceof KilnError ? error.code : KilnErrorCode.Internal,
+    message,
+    ...(hint ? { hint } : {}),
+    ...(verbose && error instanceof Error && error.stack ? { stack: error.stack } : {}),
+  };
+}
+
+/** One clear line (plus a hint) for the terminal; the stack only with --verbose. */
+export function failureLines(failure: Failure): string[] {
+  const [first, ...rest] = failure.message.split('\n');
+  return [
+    `error: ${first}`,
+    ...rest.map((l) => `  ${l.trim()}`),
+    ...(failure.hint ? [`hint: ${failure.hint}`] : []),
+    ...(failure.stack ? [failure.stack] : []),
+  ];
+}
+
+/** The failure as one line of JSON (for --json): `{"error":{"code","message","hint"?}}`. */
+export function failureJson(failure: Failure): string {
+  const { exitCode: _exitCode, ...error } = failure;
+  return JSON.stringify({ error });
 }

@@ -67,4 +67,32 @@ describe('kiln command line (in process)', () => {
     expect(stderr).toMatch(message);
     expect(stderr).not.toMatch(/\n\s+at /);
   });
+
+  it.each([
+    [['--json', 'archive', 'm', '-o', 'm.rar'], 'cannot tell the archive format of m.rar'],
+    [['predict', '--bogus', '--json'], "unknown option '--bogus'"],
+    [['--json', 'profile'], "required option '-m, --model <url>' not specified"],
+    [['--json'], 'name a command: serve, predict, inspect, archive, profile or bench'],
+  ])('answers %j with one JSON error on stderr and exit code 2', async (argv, message) => {
+    const { code, stdout, stderr } = await kilnHere(argv);
+    expect(code).toBe(2);
+    expect(stdout).toBe('');
+    expect(stderr.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(stderr)).toEqual({
+      error: { code: 'USAGE', message, hint: expect.any(String) },
+    });
+  });
+
+  it('answers a failing command under --json with its error code, message and hint', async () => {
+    const { code, stdout, stderr } = await kilnHere(['--json', 'inspect', '/nonexistent/model']);
+    expect(code).toBe(1);
+    expect(stdout).toBe('');
+    const { error } = JSON.parse(stderr) as { error: Record<string, string> };
+    expect(error).toEqual({
+      code: 'MODEL_NOT_FOUND',
+      message: expect.stringMatching(/^no model at .*\/nonexistent\/model/),
+      hint: expect.stringMatching(/^check the path or URL/),
+    });
+    expect(stderr).not.toMatch(/\n\s+at /);
+  });
 });

@@ -1,6 +1,14 @@
 import { Command, CommanderError, type Option } from 'commander';
 import { createCliContext } from './cli-context.js';
-import { EXIT_USAGE, describeFailure } from './cli-errors.js';
+import {
+  EXIT_USAGE,
+  type Failure,
+  ReportedFailure,
+  USAGE_CODE,
+  describeFailure,
+  failureJson,
+  failureLines,
+} from './cli-errors.js';
 import { registerArchive } from './commands/archive.js';
 import { registerBench } from './commands/bench.js';
 import { registerInspect } from './commands/inspect.js';
@@ -12,15 +20,17 @@ import { CLI_VERSION } from './version.js';
 /** Runs the `kiln` command line and returns its exit code. */
 export async function runKiln(argv: readonly string[]): Promise<number> {
   const verbose = argv.includes('--verbose');
-  const cli = createCliContext({ verbose, json: argv.includes('--json') });
+  const json = argv.includes('--json');
+  const cli = createCliContext({ verbose, json });
   const program = new Command('kiln')
     .description('Serve and run deep-learning models from Node.js')
     .version(CLI_VERSION)
     .option('--verbose', 'print stack traces and debug logs')
-    .option('--json', 'machine-readable output')
+    .option('--json', 'machine-readable output, errors included')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+    // Under --json commander's own text stays unwritten: its errors are reported below as JSON.
+    .configureOutput({ writeErr: (s) => (json ? undefined : process.stderr.write(s)) });
   registerServe(program, cli);
   registerPredict(program, cli);
   registerInspect(program, cli);
@@ -34,12 +44,30 @@ export async function runKiln(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof CommanderError) {
-      return error.exitCode === 0 ? 0 : EXIT_USAGE;
+      if (error.exitCode === 0) return 0;
+      if (json) cli.err(failureJson(commanderFailure(error)));
+      return EXIT_USAGE;
     }
+    if (error instanceof ReportedFailure) return error.exitCode;
     const failure = describeFailure(error, verbose);
-    for (const line of failure.lines) cli.err(line);
+    if (json) cli.err(failureJson(failure));
+    else for (const line of failureLines(failure)) cli.err(line);
     return failure.exitCode;
   }
+}
+
+/** A command line commander refused, as the failure --json reports. */
+function commanderFailure(error: CommanderError): Failure {
+  return {
+    exitCode: EXIT_USAGE,
+    code: USAGE_CODE,
+    // Commander's message for a missing command is a marker, not a sentence.
+    message:
+      error.code === 'commander.help'
+        ? 'name a command: serve, predict, inspect, archive, profile or bench'
+        : error.message.replace(/^error: /, ''),
+    hint: 'run with --help for usage',
+  };
 }
 
 /**

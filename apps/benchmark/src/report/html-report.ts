@@ -102,38 +102,47 @@ function inProcess(r: InProcessResult): { title: string; body: string } {
 
 function http(r: HttpResult): { title: string; body: string } {
   const axis = r.mode === 'concurrency' ? 'concurrency' : 'request rate (req/s)';
-  const rows = r.levels.map((l) => [
-    String(l.level),
-    formatRate(l.throughput),
-    formatMs(l.latency.p50Ms),
-    formatMs(l.latency.p90Ms),
-    formatMs(l.latency.p99Ms),
-    String(l.errors),
-    l.stable ? 'yes' : 'no',
-    l.server ? formatMs(l.server.queue.meanMs) : '-',
-    l.server ? formatMs(l.server.inference.meanMs) : '-',
-    l.server ? l.server.meanBatchSize.toFixed(2) : '-',
-  ]);
+  // The server's split, as the text report shows it, when its metrics were read.
+  const withServer = r.levels.some((l) => l.server);
+  const header = [axis, 'req/s', 'p50 ms', 'p90 ms', 'p99 ms', 'errors', 'stable'];
+  if (withServer)
+    header.push('server queue ms', 'server pre ms', 'server infer ms', 'server post ms', 'batch');
+  const rows = r.levels.map((l) => {
+    const row = [
+      String(l.level),
+      formatRate(l.throughput),
+      formatMs(l.latency.p50Ms),
+      formatMs(l.latency.p90Ms),
+      formatMs(l.latency.p99Ms),
+      String(l.errors),
+      l.stable ? 'yes' : 'no',
+    ];
+    if (withServer) {
+      const s = l.server;
+      row.push(
+        ...(s
+          ? [
+              formatMs(s.queue.meanMs),
+              formatMs(s.preprocess.meanMs),
+              formatMs(s.inference.meanMs),
+              formatMs(s.postprocess.meanMs),
+              s.meanBatchSize.toFixed(2),
+            ]
+          : ['-', '-', '-', '-', '-']),
+      );
+    }
+    return row;
+  });
+  const note = withServer
+    ? '<p class="meta">server queue/pre/infer/post: means from its metrics (pre and post are the translator\'s processing); batch: mean jobs per execution</p>'
+    : '';
   const charts = levelCharts(r.levels, axis, r.mode === 'concurrency');
   return {
     title: `${r.model} on ${r.server}: ${r.mode} sweep`,
     body:
       `<p>protocol ${esc(r.protocol)}, inputs ${esc(r.inputs)}, ${r.windowMs} ms windows, each level until 3 windows agree within 10%</p>` +
-      table(
-        [
-          axis,
-          'req/s',
-          'p50 ms',
-          'p90 ms',
-          'p99 ms',
-          'errors',
-          'stable',
-          'server queue ms',
-          'server infer ms',
-          'batch',
-        ],
-        rows,
-      ) +
+      table(header, rows) +
+      note +
       `<div class="charts">${charts}</div>`,
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { barChart, lineChart, niceTicks } from './svg-charts.js';
+import { barChart, lineChart, niceTicks, wrapLabel } from './svg-charts.js';
 
 const count = (svg: string, pattern: RegExp) => svg.match(pattern)?.length ?? 0;
 
@@ -76,6 +76,40 @@ describe('barChart', () => {
     );
     expect(widths[0]! / widths[1]!).toBeCloseTo(4, 1);
     expect(svg).toContain('conv1 (Conv)');
+  });
+});
+
+describe('bar labels', () => {
+  it('shows a long layer name whole, over several lines, its row as tall as its lines', () => {
+    const long = '/features/features.12/expand3x3/Conv_output_0/the_rest_of_a_long_layer_name';
+    const svg = barChart({
+      title: 'Time per layer',
+      valueLabel: 'ms',
+      categories: [long, 'fc'],
+      notes: ['Conv', 'Gemm'],
+      series: [{ name: 'total', values: [4, 1] }],
+    });
+    expect(svg).not.toContain('…');
+    const labels = [...svg.matchAll(/<text class="label"[^>]*>(.*?)<\/text>/g)].map((m) =>
+      [...m[1]!.matchAll(/<tspan[^>]*>(.*?)<\/tspan>/g)].map((t) => t[1]!),
+    );
+    expect(labels[0]!.length).toBeGreaterThan(1);
+    expect(labels[0]!.join('')).toBe(`${long} (Conv)`);
+    expect(labels[1]).toEqual(['fc (Gemm)']);
+    // The second row starts below every line of the first.
+    const ys = [...svg.matchAll(/<tspan[^>]* y="([\d.]+)"/g)].map((m) => Number(m[1]));
+    const bars = [...svg.matchAll(/<rect class="bar"[^>]* y="([\d.]+)"/g)].map((m) => Number(m[1]));
+    expect(bars[1]!).toBeGreaterThan(ys[labels[0]!.length - 1]!);
+  });
+
+  it('breaks after separators, and mid-word only when a line has none', () => {
+    expect(wrapLabel('short', 46)).toEqual(['short']);
+    expect(wrapLabel('encoder/layer.11/attention/self/query/MatMul_output', 20)).toEqual([
+      'encoder/layer.11/',
+      'attention/self/',
+      'query/MatMul_output',
+    ]);
+    expect(wrapLabel('x'.repeat(50), 20)).toEqual(['x'.repeat(20), 'x'.repeat(20), 'x'.repeat(10)]);
   });
 });
 

@@ -128,9 +128,11 @@ export function barChart(options: BarChartOptions): string {
   const labels = options.categories.map((c, i) =>
     options.notes?.[i] ? `${c} (${options.notes[i]})` : c,
   );
-  const labelWidth = Math.min(
-    300,
-    Math.max(60, ...labels.map((l) => Math.min(l.length, 48) * 6.5)),
+  // Long labels (layer paths) wrap onto more lines, whole: a cut name could match two layers.
+  const labelLines = labels.map((l) => wrapLabel(l, LABEL_LINE_CHARS));
+  const labelWidth = Math.max(
+    60,
+    ...labelLines.flat().map((line) => line.length * LABEL_CHAR_WIDTH),
   );
   const legendLayout = layoutLegend(
     options.series.map((s) => s.name),
@@ -139,9 +141,17 @@ export function barChart(options: BarChartOptions): string {
   const legendRows = options.series.length > 1 ? legendLayout.rows : 0;
   const margin = { left: labelWidth + 16, right: 72, top: 44 + legendRows * 16, bottom: 44 };
   const barH = 14;
-  const groupH = options.series.length * barH + 10;
+  const barsH = options.series.length * barH;
+  // Each category's row is as tall as its bars or its label's lines, whichever is taller.
+  const rowHeights = labelLines.map((lines) => Math.max(barsH, lines.length * LABEL_LINE_H) + 10);
+  const rowTops = rowHeights.map((_, row) =>
+    rowHeights.slice(0, row).reduce((sum, h) => sum + h, 0),
+  );
   const plotW = width - margin.left - margin.right;
-  const plotH = Math.max(groupH, options.categories.length * groupH);
+  const plotH = Math.max(
+    barsH + 10,
+    rowHeights.reduce((sum, h) => sum + h, 0),
+  );
   const height = margin.top + plotH + margin.bottom;
   const ticks = niceTicks(0, Math.max(0, ...options.series.flatMap((s) => s.values)));
   const max = ticks.at(-1)!;
@@ -159,13 +169,21 @@ export function barChart(options: BarChartOptions): string {
   }
   parts.push(axes(margin.left, margin.top, plotW, plotH));
   options.categories.forEach((category, row) => {
-    const top = margin.top + row * groupH + 5;
+    const top = margin.top + rowTops[row]! + 5;
+    const lines = labelLines[row]!;
+    const firstBaseline = top + (rowHeights[row]! - 10 - lines.length * LABEL_LINE_H) / 2 + 10;
+    const tspans = lines
+      .map(
+        (line, i) =>
+          `<tspan x="${margin.left - 8}" y="${f(firstBaseline + i * LABEL_LINE_H)}">${esc(line)}</tspan>`,
+      )
+      .join('');
     parts.push(
-      `<text x="${margin.left - 8}" y="${f(top + (groupH - 10) / 2 + 4)}" text-anchor="end" font-size="11" fill="#111827">${esc(truncate(labels[row]!, 48))}</text>`,
+      `<text class="label" text-anchor="end" font-size="11" fill="#111827">${tspans}</text>`,
     );
     options.series.forEach((series, i) => {
       const value = series.values[row] ?? 0;
-      const y = top + i * barH;
+      const y = top + (rowHeights[row]! - 10 - barsH) / 2 + i * barH;
       const color = CHART_COLORS[i % CHART_COLORS.length];
       parts.push(
         `<rect class="bar" data-category="${esc(category)}" data-series="${esc(series.name)}" data-value="${value}" x="${margin.left}" y="${f(y)}" width="${f(Math.max(0, xPos(value) - margin.left))}" height="${barH - 2}" fill="${color}"><title>${esc(category)} ${esc(series.name)}: ${tickLabel(value)}</title></rect>`,
@@ -270,8 +288,27 @@ function tickLabel(value: number): string {
   return String(Number(value.toPrecision(2)));
 }
 
-function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+/** A bar label's line: about this many characters at 11 px fit the label column. */
+const LABEL_LINE_CHARS = 46;
+const LABEL_CHAR_WIDTH = 6.5;
+const LABEL_LINE_H = 13;
+
+/**
+ * `text` in lines of at most `max` characters, broken after a path or name separator
+ * (`/ . _ - :` or a space) where one falls in the line, else at `max`. Nothing is left out.
+ */
+export function wrapLabel(text: string, max: number): string[] {
+  const lines: string[] = [];
+  let rest = text;
+  while (rest.length > max) {
+    const head = rest.slice(0, max);
+    const at = Math.max(...['/', '.', '_', '-', ':', ' '].map((c) => head.lastIndexOf(c)));
+    const cut = at > 0 ? at + 1 : max;
+    lines.push(rest.slice(0, cut).trimEnd());
+    rest = rest.slice(cut).trimStart();
+  }
+  lines.push(rest);
+  return lines;
 }
 
 function f(n: number): string {

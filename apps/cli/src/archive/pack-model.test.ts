@@ -1,5 +1,7 @@
 import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { Writable } from 'node:stream';
+import { terminalProgress } from '@kiln/benchmark';
 import { resolveModelSource } from '@kiln/core';
 import { loadEngineCatalog } from '@kiln/server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,6 +92,35 @@ describe.skipIf(!run)('packModel', () => {
       cacheDir: path.join(models.root, 'cache-nested'),
     });
     expect(source.files).toContain('assets/vocab/words.txt');
+  });
+
+  it('shows its progress on a terminal in human units, not byte counts', async () => {
+    const dir = path.join(models.root, 'weighty');
+    await mkdir(dir);
+    await writeFile(
+      path.join(dir, 'model.onnx'),
+      await readFile(path.join(models.tiny, 'model.onnx')),
+    );
+    await writeFile(path.join(dir, 'weights.bin'), Buffer.alloc(3 * 1024 * 1024, 7));
+    let drawn = '';
+    const terminal = Object.assign(
+      new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          drawn += chunk.toString();
+          done();
+        },
+      }),
+      { isTTY: true, columns: 120, cursorTo: () => true, clearLine: () => true },
+    ) as unknown as NodeJS.WriteStream;
+    await packModel(dir, path.join(models.root, 'weighty.zip'), {
+      format: 'zip',
+      level: 0,
+      load: false,
+      engines: await engines,
+      progress: terminalProgress(terminal),
+    });
+    expect(drawn).toMatch(/packing \[.*\] \d+% [\d.]+ (B|KiB|MiB)\/3\.0 MiB/);
+    expect(drawn).not.toMatch(/\d{5,}/);
   });
 
   it('refuses symlinks, even to files inside the folder', async () => {

@@ -93,7 +93,7 @@ export async function packModel(
     const total = files.reduce((sum, f) => sum + f.bytes, 0);
     let done = 0;
     const onBytes = (bytes: number) => progress.update((done += bytes));
-    progress.start(total, `packing ${formatBytes(total)}`);
+    progress.start(total, 'packing', formatBytes);
     try {
       if (options.format === 'zip') await writeZip(files, partial, options.level, onBytes);
       else
