@@ -3,6 +3,7 @@ import { KilnErrorCode } from '@kiln/core';
 import {
   FrameKind,
   FrameReader,
+  FrameTooLargeError,
   TENSOR_ALIGNMENT,
   decodeFrame,
   encodeFrame,
@@ -105,6 +106,19 @@ describe('frames', () => {
       }
       expect(bodies.map((b) => decodeFrame(b))).toEqual([frame, large, frame]);
     }
+  });
+
+  it('refuses a frame announced over its limit from the length prefix alone, whole or split', () => {
+    const encoded = encodeFrame(frame);
+    const limit = encoded.length - 5;
+    expect(() => new FrameReader(() => limit).push(encoded)).toThrow(FrameTooLargeError);
+    // Only the prefix has arrived: nothing of the frame is allocated or awaited.
+    const split = new FrameReader(() => limit);
+    expect(split.push(encoded.subarray(0, 2))).toEqual([]);
+    expect(() => split.push(encoded.subarray(2, 4))).toThrow(
+      expect.objectContaining({ length: encoded.length - 4, limit }) as Error,
+    );
+    expect(new FrameReader(() => encoded.length - 4).push(encoded)).toHaveLength(1);
   });
 
   it('rejects a truncated frame with an engine error', () => {

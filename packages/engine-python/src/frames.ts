@@ -253,10 +253,22 @@ function toDType(name: string): DType {
   );
 }
 
+/** A frame whose length prefix announces more bytes than the reader takes. */
+export class FrameTooLargeError extends RangeError {
+  constructor(
+    readonly length: number,
+    readonly limit: number,
+  ) {
+    super(`a frame of ${length} bytes is announced, more than ${limit}`);
+  }
+}
+
 /**
  * Splits a byte stream into frame bodies. A frame that arrives whole within one chunk is a view
  * of that chunk; a larger one is copied, chunk by chunk as it arrives, into one buffer of the
- * length its prefix announces (no list of chunks, no join at the end).
+ * length its prefix announces (no list of chunks, no join at the end). A prefix that announces
+ * more than `limit()` bytes throws FrameTooLargeError before anything is allocated for it; the
+ * stream cannot be read on after that.
  */
 export class FrameReader {
   /** The frame being filled (prefix included, so tensor alignment holds), and how far. */
@@ -265,6 +277,8 @@ export class FrameReader {
   /** A length prefix split across chunks. */
   private readonly prefix = Buffer.alloc(4);
   private prefixFilled = 0;
+
+  constructor(private readonly limit: () => number = () => Infinity) {}
 
   push(chunk: Buffer): Buffer[] {
     const bodies: Buffer[] = [];
@@ -280,7 +294,7 @@ export class FrameReader {
           this.frame = undefined;
         }
       } else if (this.prefixFilled === 0 && chunk.length - offset >= 4) {
-        const end = offset + 4 + chunk.readUInt32LE(offset);
+        const end = offset + 4 + this.checked(chunk.readUInt32LE(offset));
         if (end <= chunk.length) {
           bodies.push(chunk.subarray(offset + 4, end));
           offset = end;
@@ -294,7 +308,7 @@ export class FrameReader {
         offset += count;
         if (this.prefixFilled === 4) {
           this.prefixFilled = 0;
-          this.startFrame(this.prefix.readUInt32LE(0));
+          this.startFrame(this.checked(this.prefix.readUInt32LE(0)));
           this.filled = 4;
           if (this.frame!.length === 4) {
             bodies.push(this.frame!.subarray(4));
@@ -304,6 +318,12 @@ export class FrameReader {
       }
     }
     return bodies;
+  }
+
+  private checked(length: number): number {
+    const limit = this.limit();
+    if (length > limit) throw new FrameTooLargeError(length, limit);
+    return length;
   }
 
   private startFrame(length: number): void {

@@ -19,7 +19,25 @@ export interface PythonModelSettings {
    * shared memory instead of the socket.
    */
   readonly sharedMemory: boolean;
+  /**
+   * option.max_response_size (bytes; default: the server's max_response_size): the most one
+   * request's answer may hold. Undefined: no limit.
+   */
+  readonly maxResponseBytes?: number;
+  /**
+   * option.max_worker_rss_mb (default: the server's max_worker_rss_mb): a worker whose resident
+   * memory passes it is replaced after its call. Undefined: no limit.
+   */
+  readonly maxRssBytes?: number;
 }
+
+/** Server-wide defaults, written by the server among a model's properties (not option.*). */
+export const SERVER_DEFAULT_KEYS = {
+  maxResponseSize: 'max_response_size',
+  maxWorkerRssMb: 'max_worker_rss_mb',
+} as const;
+
+const MAX_BYTES = { min: 1, max: Number.MAX_SAFE_INTEGER };
 
 /**
  * Debian's python3-numpy/python3-torch import only under the system interpreter, so it is the
@@ -31,9 +49,18 @@ export function defaultPythonExecutable(): string {
 
 export function resolveModelSettings(
   options: Readonly<Record<string, string>>,
+  /** The model's properties, where the server writes its defaults (SERVER_DEFAULT_KEYS). */
+  properties: Readonly<Record<string, string>> = {},
 ): PythonModelSettings {
   const o = new OptionReader(options);
+  const server = new OptionReader(properties);
   const venvRoot = o.string('venv_dir');
+  const { maxResponseSize, maxWorkerRssMb } = SERVER_DEFAULT_KEYS;
+  const maxResponseBytes =
+    o.integer(maxResponseSize, MAX_BYTES) ?? server.integer(maxResponseSize, MAX_BYTES);
+  // 0 turns the server's limit off for this model.
+  const rssMb =
+    o.integer(maxWorkerRssMb, { max: 2 ** 30 }) ?? server.integer(maxWorkerRssMb, { max: 2 ** 30 });
   return {
     pythonExecutable: o.string('pythonExecutable') ?? defaultPythonExecutable(),
     entryPoint: o.string('entryPoint') ?? 'model.py',
@@ -44,6 +71,8 @@ export function resolveModelSettings(
     enableVenv: o.boolean('enable_venv') ?? false,
     env: parseEnvOption(options.env),
     sharedMemory: o.boolean('sharedMemory') ?? true,
+    ...(maxResponseBytes ? { maxResponseBytes } : {}),
+    ...(rssMb ? { maxRssBytes: rssMb * 2 ** 20 } : {}),
     ...(venvRoot ? { venvRoot } : {}),
   };
 }

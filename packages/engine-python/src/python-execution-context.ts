@@ -6,6 +6,7 @@ import {
   viewBytes,
   type AnyTensor,
   type ExecutionContext,
+  type ForwardOptions,
   type NumericDType,
 } from '@kiln/core';
 import type { Content } from './frames.js';
@@ -25,13 +26,17 @@ export class PythonExecutionContext implements ExecutionContext {
     this.worker = await PythonWorker.start(this.workerOptions);
   }
 
-  async forward(input: NDList): Promise<NDList> {
+  /** A worker that died, was killed, or retired past max_worker_rss_mb is replaced first. */
+  async forward(input: NDList, options: ForwardOptions = {}): Promise<NDList> {
     if (!this.worker?.alive) await this.start();
-    const { properties, contents, hasMeta, batched } = frameOf(input);
+    const { properties, contents, hasMeta, batched, requests } = frameOf(input);
     const started = performance.now();
-    const frame = await this.worker!.call(properties, contents);
+    const frame = await this.worker!.call(properties, contents, {
+      requests,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
     const roundTripMs = performance.now() - started;
-    const { kiln_handler_us: handlerUs, ...answer } = frame.properties;
+    const { kiln_handler_us: handlerUs, kiln_rss_bytes: _rss, ...answer } = frame.properties;
     if (typeof handlerUs === 'number') {
       publishCallTimings({
         model: this.workerOptions.modelName,
@@ -102,19 +107,25 @@ function frameOf(input: NDList): {
   hasMeta: boolean;
   /** Whether the list is a batch (its own meta carries `batch_size`). */
   batched: boolean;
+  /** Requests the list holds: a batch's size, else 1. */
+  requests: number;
 } {
   const entries: string[] = [];
   const bytes = new Set<string>();
   const rest: AnyTensor[] = [];
   let hasMeta = false;
   let batched = false;
+  let requests = 1;
   for (const tensor of input) {
     const name = tensor.name ?? '';
     if (name === META_TENSOR || name.endsWith(PREFIXED_META)) {
       const prefix = name.slice(0, name.length - META_TENSOR.length);
       const meta = readMeta(tensor);
       hasMeta = true;
-      if (prefix === '' && meta.properties.batch_size !== undefined) batched = true;
+      if (prefix === '' && meta.properties.batch_size !== undefined) {
+        batched = true;
+        requests = Math.max(1, Number(meta.properties.batch_size) || 1);
+      }
       for (const key in meta.properties) {
         const value = meta.properties[key];
         // As JSON.stringify of an object leaves them out.
@@ -133,7 +144,7 @@ function frameOf(input: NDList): {
       ? { name, bytes: tensor.data as Uint8Array }
       : tensorContent(tensor, name);
   });
-  return { properties: `{${entries.join(',')}}`, contents, hasMeta, batched };
+  return { properties: `{${entries.join(',')}}`, contents, hasMeta, batched, requests };
 }
 
 function stringProperties(properties: Record<string, unknown>): Record<string, string> {

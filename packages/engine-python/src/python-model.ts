@@ -51,7 +51,7 @@ export class PythonModel implements Model {
   readonly initProperties: Readonly<Record<string, string>>;
 
   static async load(request: ModelLoadRequest): Promise<PythonModel> {
-    const settings = resolveModelSettings(request.options);
+    const settings = resolveModelSettings(request.options, request.properties.raw);
     checkEntryPoint(request, settings.entryPoint);
     const pythonVersion = await pythonVersionOf(settings.pythonExecutable);
     const requirements = await prepareRequirements({
@@ -85,6 +85,8 @@ export class PythonModel implements Model {
           }
         : {}),
       sharedMemory: this.settings.sharedMemory,
+      maxResponseBytes: this.settings.maxResponseBytes ?? null,
+      maxWorkerRssBytes: this.settings.maxRssBytes ?? null,
       workers: this.contexts.size,
     };
   }

@@ -8,6 +8,7 @@ import {
   type FrameProperties,
   FrameKind,
   FrameReader,
+  FrameTooLargeError,
   decodeFrame,
   encodeFrameParts,
 } from './frames.js';
@@ -36,7 +37,30 @@ export interface PythonWorkerOptions {
   readonly log?: (line: string) => void;
   /** Large contents through shared memory (default); false sends every byte over the socket. */
   readonly sharedMemory?: boolean;
+  /**
+   * Bytes one request's answer may hold (max_response_size; a batch's answer, that many per
+   * request). The worker refuses a larger answer itself; Node refuses a frame that announces
+   * more before reading it, and replaces the worker.
+   */
+  readonly maxResponseBytes?: number;
+  /** Resident memory past which the worker is retired after its call (max_worker_rss_mb). */
+  readonly maxRssBytes?: number;
 }
+
+export interface CallOptions {
+  /** Milliseconds for the call (default: predictTimeoutMs). */
+  readonly timeoutMs?: number;
+  /** Requests the call holds (a batch's size), for the answer's size limit. */
+  readonly requests?: number;
+  /** Cancels the call: the handler is interrupted, or its worker killed when it goes on. */
+  readonly signal?: AbortSignal;
+}
+
+/** Framing a frame adds to its properties and contents (headers, names, alignment). */
+const FRAME_ALLOWANCE = 64 * 1024;
+
+/** How long an interrupted handler has to return before its worker is killed. */
+export const CANCEL_GRACE_MS = 2000;
 
 interface Pending {
   resolve(frame: Frame): void;
@@ -46,6 +70,12 @@ interface Pending {
   timeoutMs: number;
   /** Whether the call's contents occupy the shared input region. */
   shared: boolean;
+  /** Bytes its answer's frame may announce. */
+  responseLimit: number;
+  /** Set once the call is cancelled: what it rejects with, and the timer that kills the worker. */
+  cancelled?: { readonly error: KilnError; readonly timer: NodeJS.Timeout };
+  /** Stops listening to the call's signal. */
+  unlisten?: () => void;
 }
 
 /**
@@ -61,6 +91,9 @@ export class PythonWorker {
   private watchdogAt = Infinity;
   private nextId = 1;
   private exitError: KilnError | undefined;
+  private readonly log: (line: string) => void;
+  /** Why the worker takes no more calls and closes once its calls are answered. */
+  private retiredBecause: string | undefined;
   /** Large contents go through this memory; undefined when it could not be set up. */
   private readonly region: SharedRegion | undefined;
   /** Large contents of answers come back through this one. */
@@ -77,6 +110,8 @@ export class PythonWorker {
         .filter(Boolean)
         .join(':'),
       PYTHONUNBUFFERED: '1',
+      KILN_MAX_RESPONSE_BYTES: String(options.maxResponseBytes ?? 0),
+      KILN_REPORT_RSS: options.maxRssBytes ? '1' : '0',
     };
     const regions = options.sharedMemory === false ? { reason: 'off' } : SharedRegion.openPair();
     if ('reason' in regions) {
@@ -120,7 +155,7 @@ export class PythonWorker {
     );
     this.region?.closeDescriptor();
     this.answers?.closeDescriptor();
-    const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    const log = (this.log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`)));
     for (const stream of [this.child.stdout, this.child.stderr]) {
       let rest = '';
       stream?.setEncoding('utf8');
@@ -133,11 +168,22 @@ export class PythonWorker {
     this.requests = this.child.stdio[3] as Writable;
     const answerRegion = this.answers;
     const readAnswer = answerRegion
-      ? (offset: number, size: number) => answerRegion.copyOut(offset, size)
+      ? (offset: number, size: number) => {
+          const limit = this.responseLimit();
+          if (size > limit) throw new FrameTooLargeError(size, limit);
+          return answerRegion.copyOut(offset, size);
+        }
       : undefined;
-    const reader = new FrameReader();
+    const reader = new FrameReader(() => this.responseLimit());
     (this.child.stdio[4] as Readable).on('data', (chunk: Buffer) => {
-      for (const body of reader.push(chunk)) this.settle(decodeFrame(body, readAnswer));
+      if (this.exitError) return;
+      try {
+        for (const body of reader.push(chunk)) this.settle(decodeFrame(body, readAnswer));
+      } catch (error) {
+        // The stream cannot be followed past a frame not read: the worker goes.
+        this.fail(this.unreadable(error));
+        this.child.kill('SIGKILL');
+      }
     });
     this.requests.on('error', () => {
       // The exit handler fails every pending call.
@@ -168,7 +214,17 @@ export class PythonWorker {
   static async start(options: PythonWorkerOptions): Promise<PythonWorker> {
     const worker = new PythonWorker(options);
     try {
-      await worker.call({ ...options.initProperties }, [], options.loadTimeoutMs);
+      const init = await worker.call({ ...options.initProperties }, [], {
+        timeoutMs: options.loadTimeoutMs,
+      });
+      // Past the limit already, it would be replaced after every call.
+      const rss = rssOf(init);
+      if (options.maxRssBytes && rss > options.maxRssBytes) {
+        throw new KilnError(
+          KilnErrorCode.ModelLoadFailed,
+          `its worker holds ${mib(rss)} MiB once loaded, more than max_worker_rss_mb (${mib(options.maxRssBytes)})`,
+        );
+      }
     } catch (error) {
       await worker.close();
       const reason = error instanceof Error ? error.message : String(error);
@@ -191,17 +247,23 @@ export class PythonWorker {
     return this.answers?.reads ?? 0;
   }
 
+  /** False once the worker exited, was killed, or was retired (it then takes no more calls). */
   get alive(): boolean {
-    return this.exitError === undefined;
+    return this.exitError === undefined && this.retiredBecause === undefined;
   }
 
-  /** One call; rejects with the handler's error, a timeout (the worker is then killed) or a crash. */
+  /**
+   * One call; rejects with the handler's error, a timeout (the worker is then killed), a crash,
+   * or the signal's reason once cancelled.
+   */
   call(
     properties: FrameProperties,
     contents: readonly Content[],
-    timeoutMs = this.options.predictTimeoutMs,
+    options: CallOptions = {},
   ): Promise<Frame> {
     if (this.exitError) return Promise.reject(this.exitError);
+    const { timeoutMs = this.options.predictTimeoutMs, requests = 1, signal } = options;
+    if (signal?.aborted) return Promise.reject(cancelReason(signal));
     const id = this.nextId++;
     let parts: Buffer[];
     const placed = this.region?.place(contents);
@@ -219,8 +281,17 @@ export class PythonWorker {
     }
     const deadline = performance.now() + timeoutMs;
     const shared = placed !== undefined;
+    const responseLimit = this.options.maxResponseBytes
+      ? this.options.maxResponseBytes * requests + FRAME_ALLOWANCE
+      : Infinity;
     const answered = new Promise<Frame>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, deadline, timeoutMs, shared });
+      const pending: Pending = { resolve, reject, deadline, timeoutMs, shared, responseLimit };
+      this.pending.set(id, pending);
+      if (signal) {
+        const onAbort = () => this.cancel(id, cancelReason(signal));
+        signal.addEventListener('abort', onAbort, { once: true });
+        pending.unlisten = () => signal.removeEventListener('abort', onAbort);
+      }
     });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
     if (parts.length === 1) {
@@ -243,12 +314,46 @@ export class PythonWorker {
     }
   }
 
+  /** Bytes the next answer's frame may announce: the most any call in flight allows. */
+  private responseLimit(): number {
+    if (!this.options.maxResponseBytes) return Infinity;
+    let limit = 0;
+    for (const pending of this.pending.values()) limit = Math.max(limit, pending.responseLimit);
+    return this.pending.size === 0 ? FRAME_ALLOWANCE : limit;
+  }
+
+  /**
+   * Interrupts a running call (SIGINT: a KeyboardInterrupt in the handler). It rejects once the
+   * worker answers it; a handler that does not return within CANCEL_GRACE_MS is killed with its
+   * worker, which the next call replaces.
+   */
+  private cancel(id: number, error: KilnError): void {
+    const pending = this.pending.get(id);
+    if (!pending || pending.cancelled) return;
+    const timer = setTimeout(() => {
+      this.fail(
+        new KilnError(
+          KilnErrorCode.WorkerCrashed,
+          `Python worker of ${this.options.modelName} was killed: its cancelled call went on`,
+        ),
+      );
+      this.child.kill('SIGKILL');
+    }, CANCEL_GRACE_MS);
+    pending.cancelled = { error, timer };
+    this.child.kill('SIGINT');
+  }
+
   private settle(frame: Frame): void {
     const pending = this.pending.get(frame.id);
     if (!pending) return;
     this.pending.delete(frame.id);
     if (pending.shared) this.region!.release();
-    if (frame.kind === FrameKind.Error) {
+    this.release(pending);
+    // Not after the init call (id 1): start() refuses a worker already past the limit.
+    if (frame.id !== 1) this.retireIfOver(rssOf(frame));
+    if (pending.cancelled) {
+      pending.reject(pending.cancelled.error);
+    } else if (frame.kind === FrameKind.Error) {
       // A code comes with an error the handler could not help (507: out of memory).
       const code = frame.properties.code;
       pending.reject(
@@ -261,6 +366,40 @@ export class PythonWorker {
     } else {
       pending.resolve(frame);
     }
+    if (this.retiredBecause && this.pending.size === 0) void this.close();
+  }
+
+  /** Stops watching a call that is answered or failed. */
+  private release(pending: Pending): void {
+    pending.unlisten?.();
+    if (pending.cancelled) clearTimeout(pending.cancelled.timer);
+  }
+
+  /** A worker past max_worker_rss_mb takes no more calls: the next call starts a fresh one. */
+  private retireIfOver(rss: number): void {
+    const limit = this.options.maxRssBytes;
+    if (!limit || rss <= limit || this.retiredBecause) return;
+    this.retiredBecause = `its RSS reached ${mib(rss)} MiB, more than max_worker_rss_mb (${mib(limit)})`;
+    this.log(
+      `[${this.options.modelName}] Python worker retired: ${this.retiredBecause}; a fresh one takes the next call`,
+    );
+  }
+
+  /** The error calls in flight get when the worker's answers cannot be read. */
+  private unreadable(error: unknown): KilnError {
+    if (error instanceof FrameTooLargeError) {
+      const limit = this.options.maxResponseBytes ?? 0;
+      return new KilnError(
+        KilnErrorCode.EngineError,
+        `the handler's answer of ${error.length} bytes passes max_response_size (${limit} bytes per request); it was not read`,
+        { details: { code: 507, httpStatus: 507 } },
+      );
+    }
+    return KilnError.wrap(
+      error,
+      KilnErrorCode.EngineError,
+      'malformed frame from the Python worker',
+    );
   }
 
   private fail(error: KilnError): void {
@@ -269,7 +408,8 @@ export class PythonWorker {
     this.watchdog = undefined;
     this.watchdogAt = Infinity;
     for (const [id, pending] of this.pending) {
-      pending.reject(error);
+      this.release(pending);
+      pending.reject(pending.cancelled?.error ?? error);
       this.pending.delete(id);
     }
     // Nothing reads the region any more: the worker is gone or being killed.
@@ -297,6 +437,7 @@ export class PythonWorker {
 
   private timeOut(id: number, pending: Pending): void {
     this.pending.delete(id);
+    this.release(pending);
     // Released by fail() below, once the worker that may still read it is being killed.
     pending.reject(
       new KilnError(
@@ -314,4 +455,20 @@ export class PythonWorker {
     );
     this.child.kill('SIGKILL');
   }
+}
+
+function rssOf(frame: Frame): number {
+  const rss = frame.properties.kiln_rss_bytes;
+  return typeof rss === 'number' ? rss : 0;
+}
+
+function mib(bytes: number): number {
+  return Math.round(bytes / 2 ** 20);
+}
+
+function cancelReason(signal: AbortSignal): KilnError {
+  const reason: unknown = signal.reason;
+  return reason instanceof KilnError
+    ? reason
+    : new KilnError(KilnErrorCode.Cancelled, 'request was cancelled');
 }

@@ -154,15 +154,30 @@ def _map_region(environ, prefix, writable):
     return memoryview(mmap.mmap(int(fd), int(size), flags=mmap.MAP_SHARED, prot=prot))
 
 
-def encode(request_id, kind, properties, contents, region=None):
+class AnswerTooLarge(Exception):
+    """An answer whose properties and contents hold more bytes than the worker may send."""
+
+    def __init__(self, size, limit):
+        super().__init__(
+            "the handler's answer holds %d bytes, more than max_response_size (%d bytes)"
+            % (size, limit)
+        )
+
+
+def encode(request_id, kind, properties, contents, region=None, limit=None):
     """The frame as a list of buffers, length prefix first; array data is viewed, not copied
     (os.writev sends the list as one). With a shared output `region` (a writable memoryview),
-    contents from SHARED_MIN_BYTES on are copied into it and the frame refers to them."""
+    contents from SHARED_MIN_BYTES on are copied into it and the frame refers to them. Raises
+    AnswerTooLarge, before anything is copied, when properties and contents pass `limit` bytes."""
     props = _encode_json(properties).encode() if properties else b"{}"
+    prepared = [_prepared(value) for _, value in contents]
+    if limit is not None:
+        size = len(props) + sum(p[3] for p in prepared)
+        if size > limit:
+            raise AnswerTooLarge(size, limit)
     head = bytearray(_HEAD.size)
     parts = [head, props, _COUNT.pack(len(contents))]
     position = 13 + len(props) + 2
-    prepared = [_prepared(value) for _, value in contents]
     places = None
     if region is not None and any(p[3] >= SHARED_MIN_BYTES for p in prepared):
         places = _places(prepared, region)

@@ -3,6 +3,7 @@ fd 3 with frames written to fd 4, one call at a time, with a blocking read betwe
 
 import importlib.util
 import os
+import signal
 import sys
 import time
 import traceback
@@ -12,6 +13,7 @@ from .frames import (
     ANSWER_IN_REGION,
     ERROR,
     RESULT,
+    AnswerTooLarge,
     decode,
     encode,
     open_shared_regions,
@@ -72,10 +74,53 @@ def _out_of_memory(error):
     return name in ("MemoryError", "OutOfMemoryError") or "CUDA error: out of memory" in str(error)
 
 
+class _Interruptible:
+    """Node cancels a running call with SIGINT (its client went away): the handler then gets a
+    KeyboardInterrupt. Between calls the signal is ignored, so one that arrives as the answer
+    leaves cannot break the worker's read of the next call."""
+
+    def __init__(self):
+        self.running = False
+        signal.signal(signal.SIGINT, self._interrupt)
+
+    def _interrupt(self, signum, frame):
+        if self.running:
+            raise KeyboardInterrupt
+
+
+def _rss_reader():
+    """A function giving this process's resident memory in bytes."""
+    page = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+    try:
+        statm = open("/proc/self/statm", "rb", buffering=0)
+    except OSError:
+        import resource
+
+        # Not Linux: the peak instead (macOS reports it in bytes).
+        return lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+    def current():
+        statm.seek(0)
+        return int(statm.read().split()[1]) * page
+
+    return current
+
+
+def _positive_int(environ, key):
+    value = int(environ.get(key) or 0)
+    return value if value > 0 else None
+
+
 def main():
     model_dir, entry_point, handler_name, device_id = sys.argv[1:5]
     channel = FrameChannel(3, 4)
     region, answers = open_shared_regions(os.environ)
+    # Bytes one request's answer may hold (max_response_size); a batch's answer, that many times
+    # its requests.
+    answer_limit = _positive_int(os.environ, "KILN_MAX_RESPONSE_BYTES")
+    # Node retires this worker once its memory passes max_worker_rss_mb: every answer says it.
+    rss = _rss_reader() if os.environ.get("KILN_REPORT_RSS") == "1" else None
+    interruptible = _Interruptible()
     handler = None
     clock = time.perf_counter
     while True:
@@ -84,6 +129,7 @@ def main():
             return
         request_id, kind, properties, contents = decode(frame, region)
         answer_region = answers if kind & ANSWER_IN_REGION else None
+        limit = answer_limit and answer_limit * int(properties.get("batch_size") or 1)
         # What DJL Serving's engine adds to every call: handlers read them in initialize().
         properties["model_dir"] = model_dir
         properties["device_id"] = device_id
@@ -92,9 +138,20 @@ def main():
             if handler is None:
                 handler = load_handler(model_dir, entry_point, handler_name)
                 preload_numpy()
-            props, out = handle_call(handler, properties, contents)
+            interruptible.running = True
+            try:
+                props, out = handle_call(handler, properties, contents)
+            finally:
+                interruptible.running = False
             props["kiln_handler_us"] = int((clock() - started) * 1e6)
-            parts = encode(request_id, RESULT, props, out, answer_region)
+            if rss:
+                props["kiln_rss_bytes"] = rss()
+            parts = encode(request_id, RESULT, props, out, answer_region, limit)
+        except KeyboardInterrupt:
+            parts = _error(request_id, {"message": "cancelled", "kiln_cancelled": True}, rss)
+        except AnswerTooLarge as error:
+            # The answer is dropped here, so it never reaches Node's memory.
+            parts = _error(request_id, {"message": str(error), "code": 507}, rss)
         except Exception as error:  # noqa: BLE001 - every handler failure goes back as a frame
             traceback.print_exc(file=sys.stderr)
             message = "%s: %s" % (type(error).__name__, error)
@@ -102,8 +159,16 @@ def main():
             if _out_of_memory(error):
                 # DJL Serving answers 507 when the handler runs out of (GPU) memory.
                 props["code"] = 507
-            parts = encode(request_id, ERROR, props, [])
+            parts = _error(request_id, props, rss)
         channel.write(parts)
+        # Not kept while waiting for the next call: a refused answer may be large.
+        parts = props = out = None
+
+
+def _error(request_id, props, rss):
+    if rss:
+        props["kiln_rss_bytes"] = rss()
+    return encode(request_id, ERROR, props, [])
 
 
 if __name__ == "__main__":

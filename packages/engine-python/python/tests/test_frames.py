@@ -9,7 +9,7 @@ import numpy as np
 from kiln_python.channel import FrameChannel, _write_rest
 import struct
 
-from kiln_python.frames import CALL, RESULT, SHARED_CONTENTS, decode, encode
+from kiln_python.frames import CALL, RESULT, SHARED_CONTENTS, AnswerTooLarge, decode, encode
 
 
 def joined(parts):
@@ -17,6 +17,12 @@ def joined(parts):
 
 
 class FramesTest(unittest.TestCase):
+    def test_answer_over_its_limit_is_refused_before_encoding(self):
+        contents = [("a", b"x" * 100), ("b", np.zeros(25, np.float32))]
+        with self.assertRaisesRegex(AnswerTooLarge, "holds 202 bytes.*max_response_size"):
+            encode(1, RESULT, {}, contents, limit=201)
+        self.assertGreater(len(joined(encode(1, RESULT, {}, contents, limit=202))), 202)
+
     def test_round_trip(self):
         x = np.arange(6, dtype=np.float32).reshape(2, 3)
         contents = [("raw", b"odd"), ("x", x), ("empty", np.zeros((0, 4), np.int64))]

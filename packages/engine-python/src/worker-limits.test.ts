@@ -1,0 +1,192 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import {
+  CPU,
+  KilnErrorCode,
+  NDList,
+  Tensor,
+  parseServingProperties,
+  type ExecutionContext,
+} from '@kiln/core';
+import { checkEngine } from '@kiln/testing';
+import { createPythonEngine } from './provider.js';
+import type { PythonModel } from './python-model.js';
+import { probePython } from './probe.js';
+
+// Bounds on what one Python worker may cost: its answers' size (max_response_size), its
+// memory (max_worker_rss_mb), and its time once nobody waits for its call (cancellation).
+const PYTHON = '/usr/bin/python3';
+const { run } = await checkEngine('Python', () => probePython(PYTHON));
+
+const dirs: string[] = [];
+afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
+
+async function load(
+  source: string,
+  options: Record<string, string> = {},
+  properties = '',
+): Promise<PythonModel> {
+  const dir = mkdtempSync(join(tmpdir(), 'kiln-python-limits-'));
+  dirs.push(dir);
+  writeFileSync(join(dir, 'model.py'), source);
+  const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
+  const parsed = parseServingProperties(properties);
+  return (await engine.loadModel({
+    name: 'm',
+    modelDir: dir,
+    device: CPU,
+    options: { pythonExecutable: PYTHON, ...parsed.options, ...options },
+    properties: parsed,
+  })) as PythonModel;
+}
+
+/** Calls the handler with a text body (a `data` bytes content, as a request body arrives). */
+function ask(context: ExecutionContext, text: string, signal?: AbortSignal): Promise<string> {
+  const body = new TextEncoder().encode(text);
+  const meta = new Tensor(
+    'string',
+    [JSON.stringify({ properties: {}, bytes: ['data'] })],
+    [1],
+    '__kiln_meta__',
+  );
+  return context
+    .forward(
+      NDList.of(new Tensor('uint8', body, [body.length], 'data'), meta),
+      signal ? { signal } : {},
+    )
+    .then((output) => Buffer.from(output.get(0).data as Uint8Array).toString());
+}
+
+// `big N`: N MiB of answer; `frame`: a frame header announcing 1 GiB, written behind the
+// worker's back; `leak N`: keeps N MiB more (written, so resident); `sleep`: 30 s;
+// `stubborn`: sleeps on through the interrupt. Every answer else is the worker's pid.
+const HANDLER = `
+import os, struct, time
+from djl_python import Output
+
+kept = []
+
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    word, _, n = inputs.get_as_string().partition(" ")
+    if word == "big":
+        return Output().add(b"x" * (int(n) << 20))
+    if word == "frame":
+        os.write(4, struct.pack("<I", 1 << 30))
+        time.sleep(30)
+    if word == "leak":
+        kept.append(b"x" * (int(n) << 20))
+    if word == "sleep":
+        time.sleep(30)
+    if word == "stubborn":
+        try:
+            time.sleep(30)
+        except BaseException:
+            time.sleep(30)
+    return Output().add(str(os.getpid()))
+`;
+
+describe.skipIf(!run)('Python worker limits', () => {
+  it('refuses an answer over option.max_response_size with 507 naming the key; the worker goes on', async () => {
+    const model = await load(HANDLER, { max_response_size: String(1 << 20) });
+    const context = await model.newExecutionContext();
+    const pid = await ask(context, 'pid');
+    await expect(ask(context, 'big 8')).rejects.toMatchObject({
+      code: KilnErrorCode.EngineError,
+      message: expect.stringMatching(/more than max_response_size \(1048576 bytes\)/) as unknown,
+      details: { httpStatus: 507 },
+    });
+    // The worker refused it itself: the same process answers next.
+    expect(await ask(context, 'pid')).toBe(pid);
+    expect(model.describe()).toMatchObject({ maxResponseBytes: 1 << 20 });
+    await model.dispose();
+  });
+
+  it('takes the server-wide max_response_size from the model’s properties, under its option', async () => {
+    const server = await load(HANDLER, {}, `max_response_size=${1 << 20}`);
+    expect(server.describe()).toMatchObject({ maxResponseBytes: 1 << 20 });
+    const own = await load(HANDLER, {}, `max_response_size=${1 << 20}\noption.max_response_size=5`);
+    expect(own.describe()).toMatchObject({ maxResponseBytes: 5 });
+    await expect(load(HANDLER, { max_response_size: 'lots' })).rejects.toMatchObject({
+      code: KilnErrorCode.InvalidConfig,
+      message: expect.stringContaining('option.max_response_size') as unknown,
+    });
+  });
+
+  it('does not read a frame that announces more than the limit; a fresh worker takes the next call', async () => {
+    const model = await load(HANDLER, { max_response_size: String(1 << 20) });
+    const context = await model.newExecutionContext();
+    const pid = await ask(context, 'pid');
+    await expect(ask(context, 'frame')).rejects.toMatchObject({
+      message: expect.stringMatching(/1073741824 bytes passes max_response_size/) as unknown,
+      details: { httpStatus: 507 },
+    });
+    const next = await ask(context, 'pid');
+    expect(next).not.toBe(pid);
+    await model.dispose();
+  });
+
+  it('retires a worker past option.max_worker_rss_mb after its call; every call is answered', async () => {
+    const model = await load(HANDLER, { max_worker_rss_mb: '150' });
+    const context = await model.newExecutionContext();
+    const pids: string[] = [];
+    // 40 MiB kept per call: a worker passes 150 MiB within four calls.
+    for (let i = 0; i < 8; i++) pids.push(await ask(context, 'leak 40'));
+    expect(new Set(pids).size).toBeGreaterThan(1);
+    // Each worker answered more than one call before it was retired.
+    expect(pids[1]).toBe(pids[0]);
+    expect(model.describe()).toMatchObject({ maxWorkerRssBytes: 150 * 2 ** 20 });
+    await model.dispose();
+  });
+
+  it('refuses to load a model whose worker is past max_worker_rss_mb once loaded', async () => {
+    const model = await load(`kept = b"x" * (64 << 20)\ndef handle(inputs):\n    return None\n`, {
+      max_worker_rss_mb: '20',
+    });
+    await expect(model.newExecutionContext()).rejects.toMatchObject({
+      code: KilnErrorCode.ModelLoadFailed,
+      message: expect.stringMatching(/more than max_worker_rss_mb \(20\)/) as unknown,
+    });
+  });
+
+  it('interrupts a cancelled call; the same worker is free for the next one', async () => {
+    const model = await load(HANDLER);
+    const context = await model.newExecutionContext();
+    const pid = await ask(context, 'pid');
+    const controller = new AbortController();
+    const asked = ask(context, 'sleep', controller.signal);
+    setTimeout(() => controller.abort(), 200);
+    const started = performance.now();
+    await expect(asked).rejects.toMatchObject({ code: KilnErrorCode.Cancelled });
+    const cancelMs = performance.now() - started;
+    expect(await ask(context, 'pid')).toBe(pid);
+    // Well before the handler's 30 s sleep would have ended.
+    expect(cancelMs).toBeLessThan(15_000);
+    await model.dispose();
+  });
+
+  it('kills a worker whose handler goes on after the interrupt; a fresh one takes the next call', async () => {
+    const model = await load(HANDLER);
+    const context = await model.newExecutionContext();
+    const pid = await ask(context, 'pid');
+    const controller = new AbortController();
+    const asked = ask(context, 'stubborn', controller.signal);
+    setTimeout(() => controller.abort(), 200);
+    await expect(asked).rejects.toMatchObject({ code: KilnErrorCode.Cancelled });
+    expect(await ask(context, 'pid')).not.toBe(pid);
+    await model.dispose();
+  });
+
+  it('refuses a call whose signal is already aborted without sending it', async () => {
+    const model = await load(HANDLER);
+    const context = await model.newExecutionContext();
+    await expect(ask(context, 'sleep', AbortSignal.abort())).rejects.toMatchObject({
+      code: KilnErrorCode.Cancelled,
+    });
+    expect(Number(await ask(context, 'pid'))).toBeGreaterThan(0);
+    await model.dispose();
+  });
+});
