@@ -1,13 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context, Next } from 'koa';
-import {
-  type GenerationParameters,
-  KilnError,
-  KilnErrorCode,
-  parseGenerationParameters,
-} from '@kiln/core';
+import { KilnError, KilnErrorCode, parseGenerationParameters } from '@kiln/core';
 import type { FinishReason, TextGenerationResult } from '@kiln/batching';
+import { openAiFieldError, openAiStreamError } from '../http/openai-error.js';
 import type { ServerContext } from '../routes/server-context.js';
 import {
   generativeModel,
@@ -15,6 +11,7 @@ import {
   requireGenerativeModel,
   runGeneration,
 } from './generation-request.js';
+import { checkOpenAiRequest, inOpenAiTerms, openAiParameters } from './openai-request.js';
 
 const sse = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
 const line = (data: unknown) => `${JSON.stringify(data)}\n`;
@@ -75,6 +72,7 @@ export function generationRoutes(server: ServerContext): Router {
   );
 
   const v2 = async (ctx: Context, streamed: boolean) => {
+    ctx.state.errorStyle = 'v2';
     const name = ctx.params.model!;
     const version = ctx.params.version;
     const model = requireGenerativeModel(server, name, version);
@@ -82,6 +80,13 @@ export function generationRoutes(server: ServerContext): Router {
     const prompt = text(body, 'text_input');
     // Parameters may sit at the top level (Triton) or under "parameters".
     const { text_input: _, parameters: nested, ...top } = body;
+    if (nested !== undefined && (typeof nested !== 'object' || !nested || Array.isArray(nested)))
+      throw new KilnError(KilnErrorCode.InvalidInput, '"parameters" must be a JSON object');
+    if (
+      top.max_tokens != null &&
+      !(Number.isInteger(top.max_tokens) && Number(top.max_tokens) >= 1)
+    )
+      throw new KilnError(KilnErrorCode.InvalidInput, 'max_tokens must be an integer >= 1');
     const parameters = parseGenerationParameters({
       max_new_tokens: top.max_tokens,
       ...top,
@@ -99,7 +104,7 @@ export function generationRoutes(server: ServerContext): Router {
             contentType: 'text/event-stream',
             piece: (p) => sse({ ...head, text_output: p.text }),
             end: (r) => sse({ ...head, text_output: '', finish_reason: r.finishReason }),
-            error: (e) => sse(errorBody(e)),
+            error: (e) => sse({ error: e.message }),
           }
         : undefined,
     );
@@ -126,8 +131,14 @@ export function generationRoutes(server: ServerContext): Router {
     };
   });
 
+  const errorOptions = {
+    overloadStatus: server.config.overloadStatus,
+    retryAfterS: server.config.retryAfterS,
+  };
   const openAi = async (ctx: Context, chat: boolean) => {
+    ctx.state.errorStyle = 'openai';
     const body = await readJsonObject(ctx, server);
+    checkOpenAiRequest(body, chat ? 'chat' : 'completions');
     const model = requireGenerativeModel(server, openAiModel(server, body), undefined);
     const prompt = chat ? chatPrompt(body.messages) : completionPrompt(body.prompt);
     const parameters = openAiParameters(body);
@@ -170,10 +181,15 @@ export function generationRoutes(server: ServerContext): Router {
                   };
               return `${sse({ ...chunkHead, choices: [choice], usage: usage(r) })}data: [DONE]\n\n`;
             },
-            error: (e) => `${sse(errorBody(e))}data: [DONE]\n\n`,
+            error: (e) => {
+              const error = inOpenAiTerms(e, body) as KilnError;
+              return `${sse(openAiStreamError(error, errorOptions))}data: [DONE]\n\n`;
+            },
           }
         : undefined,
-    );
+    ).catch((error: unknown) => {
+      throw inOpenAiTerms(error, body);
+    });
     if (!result) return;
     const finish_reason = openAiFinish(result.finishReason);
     ctx.body = {
@@ -214,8 +230,12 @@ function openAiModel(server: ServerContext, body: Record<string, unknown>): stri
     .list()
     .filter((e) => e.generator)
     .map((e) => e.name);
-  if (body.model === undefined && names.length === 1) return names[0]!;
-  throw new KilnError(KilnErrorCode.InvalidInput, 'model must name a text-generation model');
+  if (body.model == null && names.length === 1) return names[0]!;
+  throw openAiFieldError(
+    'model',
+    'missing_required_parameter',
+    `model must name a text-generation model (${names.join(', ') || 'none is loaded'})`,
+  );
 }
 
 function completionPrompt(prompt: unknown): string {
@@ -239,28 +259,4 @@ function chatPrompt(messages: unknown): string {
     return `${role}: ${content}\n`;
   });
   return `${lines.join('')}assistant: `;
-}
-
-/**
- * OpenAI's parameters in Kiln's terms, as vLLM reads them: `max_tokens` (16), `temperature`
- * (1; 0 means greedy), `top_p`, `seed`, `stop`, and vLLM's `top_k` and `repetition_penalty`.
- */
-function openAiParameters(body: Record<string, unknown>): GenerationParameters {
-  if (body.n !== undefined && body.n !== 1)
-    throw new KilnError(KilnErrorCode.InvalidInput, 'only n = 1 is supported');
-  const temperature = body.temperature ?? 1;
-  const greedy = temperature === 0;
-  return parseGenerationParameters(
-    {
-      max_new_tokens: body.max_tokens ?? body.max_completion_tokens,
-      do_sample: !greedy,
-      temperature: greedy ? undefined : temperature,
-      top_p: body.top_p,
-      top_k: body.top_k,
-      repetition_penalty: body.repetition_penalty,
-      seed: body.seed,
-      stop: body.stop,
-    },
-    { maxNewTokens: 16 },
-  );
 }

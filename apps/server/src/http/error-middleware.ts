@@ -3,9 +3,23 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { redactPaths } from '../security/redact-paths.js';
 import { type ErrorMappingOptions, toHttpError } from './error-status.js';
+import { openAiErrorBody } from './openai-error.js';
 
-/** Which error body an API speaks: DJL's `{code, type, message}` or v2's `{error}`. */
-export type ErrorStyle = 'djl' | 'v2';
+/**
+ * Which error body an API speaks: DJL's `{code, type, message}`, v2's `{error}` or OpenAI's
+ * `{error: {message, type, param, code}}`.
+ */
+export type ErrorStyle = 'djl' | 'v2' | 'openai';
+
+/**
+ * The style of a path no route claimed (an unknown route, a method the route lacks): that of
+ * the API its prefix names.
+ */
+function styleOfPath(path: string): ErrorStyle | undefined {
+  if (path.startsWith('/v1/')) return 'openai';
+  if (path.startsWith('/v2/')) return 'v2';
+  return undefined;
+}
 
 /**
  * Catches everything a route throws and answers with a JSON error of the route's style.
@@ -14,24 +28,19 @@ export type ErrorStyle = 'djl' | 'v2';
  */
 export function errorMiddleware(options: ErrorMappingOptions, log: Logger): Middleware {
   return async (ctx, next) => {
+    const style = () => (ctx.state.errorStyle as ErrorStyle | undefined) ?? styleOfPath(ctx.path);
     try {
       await next();
       if (ctx.status === 404 && ctx.body == null) {
-        respond(
-          ctx,
-          404,
-          `no route for ${ctx.method} ${ctx.path}`,
-          'NotFound',
-          ctx.state.errorStyle,
-        );
+        respond(ctx, 404, `no route for ${ctx.method} ${ctx.path}`, 'NotFound', style());
       } else if (ctx.status >= 400 && ctx.body == null) {
         const [type, message] = BODYLESS[ctx.status] ?? ['Error', `request failed (${ctx.status})`];
-        respond(ctx, ctx.status, message, type, ctx.state.errorStyle);
+        respond(ctx, ctx.status, message, type, style());
       }
     } catch (error) {
       const answer = errorAnswer(error, ctx.req, ctx.path, options, log);
       for (const [name, value] of Object.entries(answer.headers)) ctx.set(name, value);
-      respond(ctx, answer.status, answer.message, answer.type, ctx.state.errorStyle);
+      respond(ctx, answer.status, answer.message, answer.type, style(), error);
       ctx.state.errorCode = answer.code;
     }
   };
@@ -83,18 +92,24 @@ function respond(
   message: string,
   type: string,
   style: ErrorStyle | undefined,
+  error?: unknown,
 ): void {
   ctx.status = status;
   ctx.type = 'application/json';
-  ctx.body = errorBody(status, message, type, style);
+  ctx.body = errorBody(status, message, type, style, error);
 }
 
-/** An error's JSON body in an API's style: DJL's `{code, type, message}` or v2's `{error}`. */
+/**
+ * An error's JSON body in an API's style: DJL's `{code, type, message}`, v2's `{error}`, or
+ * OpenAI's, which also names the field and code that `error` (what was thrown) carries.
+ */
 export function errorBody(
   status: number,
   message: string,
   type: string,
   style: ErrorStyle | undefined,
+  error?: unknown,
 ): object {
+  if (style === 'openai') return openAiErrorBody(status, message, error);
   return style === 'v2' ? { error: message } : { code: status, type, message };
 }

@@ -16,6 +16,7 @@ describe('redactPaths', () => {
       'use /predictions/iris for JSON models',
       'shape [1, 3] / 2',
       'no route for GET /v2/models/x/infer',
+      'no route for GET /v1/chat/x',
     ])
       expect(redactPaths(text)).toBe(text);
   });

@@ -7,7 +7,7 @@ import path from 'node:path';
 const ABSOLUTE_PATH = /(?<![\w:/.])\/(?:[^\s'"`,;:()[\]{}<>/]+\/)+([^\s'"`,;:()[\]{}<>/]*)/g;
 
 /** Kiln's own routes, which messages may name. */
-const ROUTE = /^\/(?:predictions|invocations|models|v2|ping|metrics)\//;
+const ROUTE = /^\/(?:predictions|invocations|models|v1|v2|ping|metrics)\//;
 
 /** Replaces every absolute server path in a message by its last segment. */
 export function redactPaths(message: string): string {

@@ -59,6 +59,7 @@ export function parseV2Request(body: Uint8Array, headerLength: string | undefine
     outputs?: unknown;
     parameters?: { binary_data_output?: unknown };
   };
+  checkParameters(r.parameters, '"parameters"', 'binary_data_output');
   let offset = jsonEnd;
   const tensors: AnyTensor[] = r.inputs.map((input, i) => {
     const spec = input as {
@@ -111,12 +112,28 @@ export function parseV2Request(body: Uint8Array, headerLength: string | undefine
   ) {
     throw new KilnError(KilnErrorCode.InvalidInput, '"outputs" must be a list of {"name": ...}');
   }
+  (r.outputs as { parameters?: unknown }[] | undefined)?.forEach((o, i) =>
+    checkParameters(o.parameters, `output ${i} "parameters"`, 'binary_data'),
+  );
   return {
     id: r.id,
     inputs: new NDList(tensors),
     outputs: r.outputs as V2RequestOutput[] | undefined,
     binaryOutputByDefault: r.parameters?.binary_data_output === true,
   };
+}
+
+/**
+ * Refuses `parameters` that are not a JSON object, and a `flag` in them that is not a boolean:
+ * either would otherwise be read as absent, and the request answered as if it were.
+ */
+function checkParameters(parameters: unknown, where: string, flag: string): void {
+  if (parameters === undefined) return;
+  if (typeof parameters !== 'object' || parameters === null || Array.isArray(parameters))
+    throw new KilnError(KilnErrorCode.InvalidInput, `${where} must be a JSON object`);
+  const value = (parameters as Record<string, unknown>)[flag];
+  if (value !== undefined && typeof value !== 'boolean')
+    throw new KilnError(KilnErrorCode.InvalidInput, `${where}.${flag} must be true or false`);
 }
 
 export interface V2Reply {

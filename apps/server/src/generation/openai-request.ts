@@ -1,0 +1,274 @@
+import {
+  type GenerationParameters,
+  KilnError,
+  KilnErrorCode,
+  parseGenerationParameters,
+} from '@kiln/core';
+import { openAiFieldError } from '../http/openai-error.js';
+
+/** The two OpenAI routes Kiln serves. */
+export type OpenAiEndpoint = 'completions' | 'chat';
+
+/** How Kiln treats one field of an OpenAI request body. */
+interface FieldRule {
+  /** The endpoints whose request defines the field: OpenAI's, plus vLLM's extras Kiln serves. */
+  readonly on: readonly OpenAiEndpoint[];
+  /** Checks a value Kiln acts on (not null); throws a 400 naming the field. */
+  readonly check?: (value: unknown, name: string) => void;
+  /**
+   * For a field Kiln does not implement: whether the value asks for nothing (it equals what
+   * leaving the field out means), so that a client sending its defaults is still served.
+   */
+  readonly unsupportedUnless?: (value: unknown) => boolean;
+}
+
+const BOTH: readonly OpenAiEndpoint[] = ['completions', 'chat'];
+const COMPLETIONS: readonly OpenAiEndpoint[] = ['completions'];
+const CHAT: readonly OpenAiEndpoint[] = ['chat'];
+
+/** What a value is, in the words of OpenAI's type errors. */
+function kind(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'an integer' : 'a decimal';
+  if (typeof value === 'object') return 'an object';
+  return `a ${typeof value}`;
+}
+
+const invalidType = (name: string, expected: string, value: unknown) =>
+  openAiFieldError(
+    name,
+    'invalid_type',
+    `Invalid type for '${name}': expected ${expected}, but got ${kind(value)} instead.`,
+  );
+
+const invalidValue = (name: string, expected: string, value: unknown) =>
+  openAiFieldError(
+    name,
+    'invalid_value',
+    `Invalid '${name}': expected ${expected}${typeof value === 'number' ? `, but got ${value} instead` : ''}.`,
+  );
+
+const unsupported = (
+  name: string,
+  message = `Unsupported parameter: '${name}' is not supported by this server.`,
+) => openAiFieldError(name, 'unsupported_parameter', message);
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const string = (value: unknown, name: string) => {
+  if (typeof value !== 'string') throw invalidType(name, 'a string', value);
+};
+const boolean = (value: unknown, name: string) => {
+  if (typeof value !== 'boolean') throw invalidType(name, 'a boolean', value);
+};
+const number =
+  (expected: string, valid: (n: number) => boolean) => (value: unknown, name: string) => {
+    if (typeof value !== 'number') throw invalidType(name, 'a number', value);
+    if (!valid(value)) throw invalidValue(name, expected, value);
+  };
+const integer =
+  (expected: string, valid: (n: number) => boolean) => (value: unknown, name: string) => {
+    if (typeof value !== 'number') throw invalidType(name, 'an integer', value);
+    if (!Number.isInteger(value) || !valid(value)) throw invalidValue(name, expected, value);
+  };
+
+const maxTokens = integer('an integer >= 1', (n) => n >= 1);
+
+function stop(value: unknown, name: string): void {
+  if (typeof value !== 'string' && !Array.isArray(value))
+    throw invalidType(name, 'a string or an array of strings', value);
+  const stops: unknown[] = Array.isArray(value) ? value : [value];
+  if (!stops.every((s) => typeof s === 'string' && s !== ''))
+    throw invalidValue(name, 'non-empty strings', value);
+}
+
+function streamOptions(value: unknown, name: string): void {
+  if (!isObject(value)) throw invalidType(name, 'an object', value);
+  for (const [key, option] of Object.entries(value)) {
+    // Kiln's last chunk always carries usage; it does not pad chunks (obfuscation).
+    if (key === 'include_usage' || key === 'include_obfuscation') boolean(option, `${name}.${key}`);
+    else throw unknown(`${name}.${key}`);
+  }
+}
+
+function prompt(value: unknown, name: string): void {
+  if (typeof value === 'string') return;
+  if (!Array.isArray(value)) throw invalidType(name, 'a string', value);
+  if (value.length !== 1 || typeof value[0] !== 'string')
+    throw unsupported(
+      name,
+      `'${name}' is supported as one string only: send one request per prompt.`,
+    );
+}
+
+/** Messages of text: Kiln's chat template reads each one's role and text content. */
+function messages(value: unknown, name: string): void {
+  if (!Array.isArray(value)) throw invalidType(name, 'an array', value);
+  if (value.length === 0) throw invalidValue(name, 'a non-empty array', value);
+  value.forEach((message: unknown, i) => {
+    const at = `${name}[${i}]`;
+    if (!isObject(message)) throw invalidType(at, 'an object', message);
+    for (const [key, field] of Object.entries(message)) {
+      if (key === 'role' || key === 'name') string(field, `${at}.${key}`);
+      else if (key === 'content') {
+        if (Array.isArray(field))
+          throw unsupported(
+            `${at}.content`,
+            `'${at}.content' is supported as a string only, not as an array of parts.`,
+          );
+        string(field, `${at}.content`);
+      } else throw unsupported(`${at}.${key}`);
+    }
+    if (message.role === undefined) throw missing(`${at}.role`);
+    if (message.content === undefined) throw missing(`${at}.content`);
+  });
+}
+
+const unknown = (name: string) =>
+  openAiFieldError(name, 'unknown_parameter', `Unrecognized request argument supplied: ${name}`);
+
+const missing = (name: string) =>
+  openAiFieldError(name, 'missing_required_parameter', `Missing required parameter: '${name}'.`);
+
+const absent = (value: unknown) => value === null || value === undefined;
+
+/**
+ * Every field OpenAI's completions and chat completions define. Those Kiln acts on are
+ * checked; the others are refused unless their value asks for nothing, so that no answer
+ * silently ignores what a client asked for.
+ */
+const FIELDS: Readonly<Record<string, FieldRule>> = {
+  model: { on: BOTH, check: string },
+  prompt: { on: COMPLETIONS, check: prompt },
+  messages: { on: CHAT, check: messages },
+  max_tokens: { on: BOTH, check: maxTokens },
+  max_completion_tokens: { on: BOTH, check: maxTokens },
+  // 0 asks for greedy decoding.
+  temperature: { on: BOTH, check: number('a number >= 0', (n) => n >= 0) },
+  top_p: { on: BOTH, check: number('a number in (0, 1]', (n) => n > 0 && n <= 1) },
+  n: {
+    on: BOTH,
+    check: (value, name) => {
+      integer('an integer >= 1', (n) => n >= 1)(value, name);
+      if (value !== 1)
+        throw unsupported(name, `'${name}' above 1 is not supported: send one request per choice.`);
+    },
+  },
+  stream: { on: BOTH, check: boolean },
+  stream_options: { on: BOTH, check: streamOptions },
+  stop: { on: BOTH, check: stop },
+  seed: { on: BOTH, check: integer('an integer >= 0', (n) => n >= 0) },
+  // Identify the end user or a cache: nothing in the answer depends on them.
+  user: { on: BOTH, check: string },
+  safety_identifier: { on: CHAT, check: string },
+  prompt_cache_key: { on: CHAT, check: string },
+  // vLLM's sampling extras; top_k -1 keeps every token, as in vLLM.
+  top_k: { on: BOTH, check: integer('an integer >= 0, or -1', (n) => n >= -1) },
+  repetition_penalty: { on: BOTH, check: number('a number > 0', (n) => n > 0) },
+
+  best_of: { on: COMPLETIONS, unsupportedUnless: (v) => absent(v) || v === 1 },
+  echo: { on: COMPLETIONS, unsupportedUnless: (v) => absent(v) || v === false },
+  suffix: { on: COMPLETIONS, unsupportedUnless: (v) => absent(v) || v === '' },
+  logprobs: { on: BOTH, unsupportedUnless: (v) => absent(v) || v === false },
+  top_logprobs: { on: CHAT, unsupportedUnless: absent },
+  presence_penalty: { on: BOTH, unsupportedUnless: (v) => absent(v) || v === 0 },
+  frequency_penalty: { on: BOTH, unsupportedUnless: (v) => absent(v) || v === 0 },
+  logit_bias: {
+    on: BOTH,
+    unsupportedUnless: (v) => absent(v) || (isObject(v) && Object.keys(v).length === 0),
+  },
+  // Kiln's chat template has no place for tools.
+  tools: { on: CHAT, unsupportedUnless: absent },
+  tool_choice: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === 'none' },
+  parallel_tool_calls: { on: CHAT, unsupportedUnless: absent },
+  functions: { on: CHAT, unsupportedUnless: absent },
+  function_call: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === 'none' },
+  response_format: {
+    on: CHAT,
+    unsupportedUnless: (v) => absent(v) || (isObject(v) && v.type === 'text'),
+  },
+  modalities: {
+    on: CHAT,
+    unsupportedUnless: (v) => absent(v) || (Array.isArray(v) && v.every((m) => m === 'text')),
+  },
+  service_tier: {
+    on: CHAT,
+    unsupportedUnless: (v) => absent(v) || v === 'auto' || v === 'default',
+  },
+  store: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === false },
+  metadata: { on: CHAT, unsupportedUnless: absent },
+  audio: { on: CHAT, unsupportedUnless: absent },
+  prediction: { on: CHAT, unsupportedUnless: absent },
+  reasoning_effort: { on: CHAT, unsupportedUnless: absent },
+  verbosity: { on: CHAT, unsupportedUnless: absent },
+  web_search_options: { on: CHAT, unsupportedUnless: absent },
+};
+
+/**
+ * Checks an OpenAI request body field by field, as OpenAI does: a wrong type or value, a field
+ * Kiln does not implement, or one OpenAI does not define is a 400 naming it (`param`).
+ */
+export function checkOpenAiRequest(body: Record<string, unknown>, endpoint: OpenAiEndpoint): void {
+  for (const [name, value] of Object.entries(body)) {
+    const rule = Object.hasOwn(FIELDS, name) ? FIELDS[name] : undefined;
+    if (!rule?.on.includes(endpoint)) throw unknown(name);
+    if (rule.unsupportedUnless) {
+      if (!rule.unsupportedUnless(value)) throw unsupported(name);
+    } else if (!absent(value)) rule.check?.(value, name);
+  }
+  const required = endpoint === 'chat' ? 'messages' : 'prompt';
+  if (absent(body[required])) throw missing(required);
+  if (!absent(body.stream_options) && body.stream !== true)
+    throw openAiFieldError(
+      'stream_options',
+      'invalid_value',
+      "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+    );
+}
+
+/** The field a request's token budget came in, for errors that concern it. */
+const maxTokensField = (body: Record<string, unknown>) =>
+  absent(body.max_tokens) && !absent(body.max_completion_tokens)
+    ? 'max_completion_tokens'
+    : 'max_tokens';
+
+/**
+ * OpenAI's parameters (checked by `checkOpenAiRequest`) in Kiln's terms, as vLLM reads them:
+ * `max_tokens` (16), `temperature` (1; 0 means greedy), `top_p`, `seed`, `stop`, and vLLM's
+ * `top_k` and `repetition_penalty`.
+ */
+export function openAiParameters(body: Record<string, unknown>): GenerationParameters {
+  const temperature = body.temperature ?? 1;
+  const greedy = temperature === 0;
+  return parseGenerationParameters(
+    {
+      max_new_tokens: body.max_tokens ?? body.max_completion_tokens,
+      do_sample: !greedy,
+      temperature: greedy ? undefined : temperature,
+      top_p: body.top_p,
+      top_k: body.top_k === -1 ? undefined : body.top_k,
+      repetition_penalty: body.repetition_penalty,
+      seed: body.seed,
+      stop: body.stop,
+    },
+    { maxNewTokens: 16 },
+  );
+}
+
+/**
+ * An error of the generation in OpenAI's terms: Kiln's `max_new_tokens` is the request's
+ * `max_tokens` (or `max_completion_tokens`), and the error names it.
+ */
+export function inOpenAiTerms(error: unknown, body: Record<string, unknown>): unknown {
+  if (!KilnError.is(error, KilnErrorCode.InvalidInput) || !error.message.includes('max_new_tokens'))
+    return error;
+  const field = maxTokensField(body);
+  const tooLong = /exceeds the model's limit/.test(error.message);
+  return openAiFieldError(
+    field,
+    tooLong ? 'context_length_exceeded' : 'invalid_value',
+    error.message.replaceAll('max_new_tokens', field),
+  );
+}
