@@ -49,7 +49,11 @@ describe('model lifecycle', () => {
       await t.settled();
       const ping = await jsonOf(await fetch(`${t.inference}/ping`));
       expect(ping.status).toBe(500);
-      expect(ping.body).toEqual({ iris: { status: 'Healthy' }, broken: { status: 'FAILED' } });
+      expect(ping.body).toEqual({
+        iris: { status: 'Healthy' },
+        broken: { status: 'FAILED', error: expect.any(String) },
+      });
+      expect(JSON.stringify(ping.body)).not.toContain(root);
       expect((await fetch(`${t.inference}/v2/health/ready`)).status).toBe(503);
       const iris = await fetch(`${t.inference}/predictions/iris`, {
         method: 'POST',
@@ -67,6 +71,60 @@ describe('model lifecycle', () => {
         status: 'FAILED',
         error: expect.any(String),
       });
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('keeps a model whose folder is missing as FAILED: /ping 500 with the reason, not ready', async () => {
+    const missing = path.join(root, 'no-such-model');
+    const t = await startTestServer({ models: [`x=${missing}`, `iris=${store.iris}`] });
+    try {
+      await t.settled();
+      const ping = await jsonOf(await fetch(`${t.inference}/ping`));
+      expect(ping.status).toBe(500);
+      const x = (ping.body as Record<string, { status: string; error?: string }>).x!;
+      expect(x.status).toBe('FAILED');
+      expect(x.error).toMatch(/no-such-model/);
+      expect(JSON.stringify(ping.body)).not.toContain(root);
+      expect(ping.body).toMatchObject({ iris: { status: 'Healthy' } });
+      const ready = await jsonOf(await fetch(`${t.inference}/v2/health/ready`));
+      expect(ready).toMatchObject({ status: 503, body: { ready: false } });
+      expect((await fetch(`${t.inference}/v2/models/x/ready`)).status).toBe(503);
+      const predicted = await fetch(`${t.inference}/predictions/x`, {
+        method: 'POST',
+        body: '[1]',
+      });
+      expect(predicted.status).toBe(500);
+      expect(await predicted.text()).not.toContain(root);
+      const iris = await fetch(`${t.inference}/predictions/iris`, {
+        method: 'POST',
+        body: '[5.1,3.5,1.4,0.2]',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(iris.status).toBe(200);
+      // The operator can clear it: unregistered, the server is ready again.
+      expect((await t.manage('/models/x', { method: 'DELETE' })).status).toBe(200);
+      expect((await fetch(`${t.inference}/v2/health/ready`)).status).toBe(200);
+      expect((await fetch(`${t.inference}/ping`)).status).toBe(200);
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('keeps a model whose serving.properties the server refuses as FAILED, with the reason', async () => {
+    const greedy = path.join(root, 'greedy');
+    fs.cpSync(store.iris, greedy, { recursive: true });
+    fs.writeFileSync(path.join(greedy, 'serving.properties'), 'maxWorkers=9999\n');
+    const t = await startTestServer({ models: [`greedy=${greedy}`] });
+    try {
+      await t.settled();
+      const ping = await jsonOf(await fetch(`${t.inference}/ping`));
+      expect(ping).toMatchObject({
+        status: 500,
+        body: { greedy: { status: 'FAILED', error: expect.stringMatching(/max_workers_limit/) } },
+      });
+      expect((await fetch(`${t.inference}/v2/health/ready`)).status).toBe(503);
     } finally {
       await t.stop();
     }
@@ -150,6 +208,61 @@ describe('clients that go away', () => {
       expect(pool.stats().totals).toMatchObject({ cancelled: 1, succeeded: 1 });
     } finally {
       await t.stop();
+    }
+  });
+});
+
+describe('kiln serve -m with a missing folder', () => {
+  it('reports the model FAILED and the server not ready, serving the others', async () => {
+    const bin = fileURLToPath(new URL('../../apps/cli/bin/kiln.mjs', import.meta.url));
+    const child = spawn(
+      bin,
+      [
+        'serve',
+        '-m',
+        `x=${path.join(root, 'missing-folder')}`,
+        '-m',
+        `iris=${store.iris}`,
+        '--inference-address',
+        'http://127.0.0.1:0',
+        '--management-address',
+        'http://127.0.0.1:0',
+        '--metrics-address',
+        'http://127.0.0.1:0',
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, KILN_KEY_FILE: path.join(root, 'cli-key.json') },
+      },
+    );
+    let output = '';
+    child.stdout.on('data', (d) => (output += d.toString()));
+    child.stderr.on('data', (d) => (output += d.toString()));
+    const exited = new Promise<number | null>((resolve) =>
+      child.on('exit', (code) => resolve(code)),
+    );
+    try {
+      for (let i = 0; i < 600 && !/model iris .*READY/.test(output); i++) await sleep(50);
+      expect(output).toMatch(/model x .*FAILED/);
+      const inference = /inference\s+(http:\/\/\S+)/.exec(output)![1]!;
+      const ping = await jsonOf(await fetch(`${inference}/ping`));
+      expect(ping.status).toBe(500);
+      expect(ping.body).toMatchObject({
+        x: { status: 'FAILED', error: expect.stringMatching(/missing-folder/) },
+        iris: { status: 'Healthy' },
+      });
+      expect(JSON.stringify(ping.body)).not.toContain(root);
+      expect((await fetch(`${inference}/v2/health/ready`)).status).toBe(503);
+      const iris = await fetch(`${inference}/predictions/iris`, {
+        method: 'POST',
+        body: '[5.1,3.5,1.4,0.2]',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(iris.status).toBe(200);
+      child.kill('SIGTERM');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
     }
   });
 });

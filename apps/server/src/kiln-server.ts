@@ -115,10 +115,10 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
             : log.error({ model: entry.name, error: entry.error }, 'model failed to load'),
         );
       } catch (error) {
-        log.error(
-          { url, error: error instanceof Error ? error.message : String(error) },
-          'model not registered',
-        );
+        const reason = error instanceof Error ? error.message : String(error);
+        log.error({ url, error: reason }, 'model failed to load');
+        // Kept, FAILED: the server must not report ready without a model it was told to serve.
+        models.recordFailure(url, reason);
       }
     }
     server.startupRegistered = true;

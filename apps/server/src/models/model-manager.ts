@@ -91,7 +91,7 @@ export class ModelManager {
     });
     const name = request.name ?? parsed.name ?? inspection.name;
     const version = request.version ?? parsed.version ?? inspection.version ?? '';
-    if (!/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/.test(name)) {
+    if (!MODEL_NAME.test(name)) {
       throw new KilnError(
         KilnErrorCode.InvalidInput,
         `model name ${JSON.stringify(name)} must be letters, digits, '_', '.' or '-'`,
@@ -118,11 +118,6 @@ export class ModelManager {
       loading: Promise.resolve(),
       located: Promise.resolve(),
     };
-    versions.set(version, entry);
-    this.models.set(name, versions);
-    if (!this.defaults.has(name)) this.defaults.set(name, version);
-    this.metrics.modelStatus.set({ model: name }, 0);
-
     for (const { key, suggestion } of misspelledServingKeys(inspection.properties.raw)) {
       this.log?.warn(
         { model: name, key, suggestion },
@@ -152,6 +147,11 @@ export class ModelManager {
       predictTimeoutMs: this.config.predictTimeoutMs,
       transferInputs: true,
     };
+    // Registered only once its settings are accepted: a refused model leaves nothing behind.
+    versions.set(version, entry);
+    this.models.set(name, versions);
+    if (!this.defaults.has(name)) this.defaults.set(name, version);
+    this.metrics.modelStatus.set({ model: name }, 0);
     if (wantsRollingBatch(inspection.properties)) {
       // Located by the inspection above (entry.located is settled); its decoder loads from there.
       entry.loading = this.loadGenerative(entry, () =>
@@ -175,6 +175,44 @@ export class ModelManager {
         );
       }
     }
+    return entry;
+  }
+
+  /**
+   * Keeps a model the operator named at start whose registration failed (a missing folder, an
+   * unreadable archive) as FAILED with the reason, so that /ping and readiness say so instead
+   * of the model silently missing. Returns undefined when its name cannot be told or is taken.
+   */
+  recordFailure(url: string, reason: string): ModelEntry | undefined {
+    let parsed: ReturnType<typeof parseModelUrl>;
+    try {
+      parsed = parseModelUrl(url);
+    } catch {
+      return undefined;
+    }
+    const name = parsed.name ?? nameOfLocation(parsed.url);
+    const version = parsed.version ?? '';
+    if (!MODEL_NAME.test(name) || this.models.get(name)?.has(version)) return undefined;
+    const entry: ModelEntry = {
+      name,
+      version,
+      url,
+      engineName: parsed.engine,
+      registeredAt: new Date(),
+      state: 'FAILED',
+      error: reason,
+      loadTimeMs: undefined,
+      pool: undefined,
+      signature: undefined,
+      loading: Promise.resolve(),
+      located: Promise.resolve(),
+    };
+    const versions = this.models.get(name) ?? new Map<string, ModelEntry>();
+    versions.set(version, entry);
+    this.models.set(name, versions);
+    if (!this.defaults.has(name)) this.defaults.set(name, version);
+    this.metrics.modelStatus.set({ model: name }, 0);
+    for (const listener of this.registrationListeners) listener(entry);
     return entry;
   }
 
@@ -436,6 +474,19 @@ export class ModelManager {
     if (request.jobQueueSize !== undefined) settings.jobQueueSize = request.jobQueueSize;
     return settings;
   }
+}
+
+/** What a model may be called: it appears in routes and metric labels. */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+
+/** The name a model at `url` would get by default: its last segment, less an archive's suffix. */
+function nameOfLocation(url: string): string {
+  const last =
+    url
+      .replace(/[/\\]+$/, '')
+      .split(/[/\\]/)
+      .pop() ?? '';
+  return last.replace(/\.(?:zip|tar|tar\.gz|tgz|onnx|pt|pth)$/i, '');
 }
 
 /** The file system path of a local model URL (plain path or file://), else undefined. */

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { pingStatus } from '../models/model-entry.js';
+import { redactPaths } from '../security/redact-paths.js';
 import { answerUnlessGone, servingInputFrom, writeServingOutput } from '../http/serving-request.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
@@ -10,12 +11,16 @@ export function inferenceRoutes(server: ServerContext): Router {
   const router = new Router();
 
   router.get('/ping', (ctx) => {
-    const statuses: Record<string, { status: string }> = {};
+    const statuses: Record<string, { status: string; error?: string }> = {};
     let code = 200;
     for (const entry of server.models.list()) {
       const status = pingStatus(entry);
       const key = entry.version ? `${entry.name}:${entry.version}` : entry.name;
-      statuses[key] = { status };
+      // Why a model failed is what its operator looks for first; server paths stay private.
+      statuses[key] =
+        status === 'FAILED' && entry.error
+          ? { status, error: redactPaths(entry.error) }
+          : { status };
       if (status === 'FAILED') code = 500;
       else if (status !== 'Healthy' && code === 200) code = 503;
     }
