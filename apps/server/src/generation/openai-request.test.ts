@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import { KilnError, KilnErrorCode } from '@kiln/core';
+import { openAiErrorBody } from '../http/openai-error.js';
+import { checkOpenAiRequest, inOpenAiTerms, openAiParameters } from './openai-request.js';
+
+const completion = { model: 'gpt', prompt: 'Hello' };
+const chat = { model: 'gpt', messages: [{ role: 'user', content: 'Hi' }] };
+
+/** The OpenAI error a refused request would be answered with (always a 400). */
+function refusal(body: Record<string, unknown>, endpoint: 'completions' | 'chat') {
+  try {
+    checkOpenAiRequest(body, endpoint);
+  } catch (error) {
+    expect(KilnError.is(error, KilnErrorCode.InvalidInput)).toBe(true);
+    return openAiErrorBody(400, (error as Error).message, error).error;
+  }
+  throw new Error(`accepted ${JSON.stringify(body)}`);
+}
+
+describe('checkOpenAiRequest', () => {
+  it('accepts what Kiln serves, null meaning left out', () => {
+    checkOpenAiRequest(
+      {
+        ...completion,
+        max_tokens: 5,
+        temperature: 0.7,
+        top_p: 0.9,
+        top_k: 40,
+        repetition_penalty: 1.1,
+        seed: 3,
+        stop: ['\n', 'x'],
+        n: 1,
+        user: 'u',
+        stream: true,
+        stream_options: { include_usage: true },
+      },
+      'completions',
+    );
+    checkOpenAiRequest(
+      { ...chat, max_completion_tokens: null, stop: 'x', temperature: null },
+      'chat',
+    );
+  });
+
+  it.each([
+    ['completions', 'best_of', 2, 1],
+    ['completions', 'echo', true, false],
+    ['completions', 'suffix', 'end', ''],
+    ['completions', 'logprobs', 0, null],
+    ['chat', 'logprobs', true, false],
+    ['chat', 'top_logprobs', 0, null],
+    ['chat', 'presence_penalty', -1, 0],
+    ['chat', 'frequency_penalty', 1, 0],
+    ['chat', 'logit_bias', { '1': 5 }, {}],
+    ['chat', 'tools', [], null],
+    ['chat', 'tool_choice', 'required', 'none'],
+    ['chat', 'parallel_tool_calls', false, null],
+    ['chat', 'functions', [], null],
+    ['chat', 'function_call', 'auto', 'none'],
+    ['chat', 'response_format', { type: 'json_object' }, { type: 'text' }],
+    ['chat', 'modalities', ['text', 'audio'], ['text']],
+    ['chat', 'service_tier', 'flex', 'auto'],
+    ['chat', 'store', true, false],
+    ['chat', 'metadata', { a: 'b' }, null],
+    ['chat', 'audio', { voice: 'x' }, null],
+    ['chat', 'reasoning_effort', 'low', null],
+  ] as const)(
+    '%s: refuses %s = %j, accepts what asks for nothing',
+    (endpoint, field, used, noop) => {
+      const base = endpoint === 'chat' ? chat : completion;
+      expect(refusal({ ...base, [field]: used }, endpoint)).toMatchObject({
+        param: field,
+        code: 'unsupported_parameter',
+        type: 'invalid_request_error',
+      });
+      checkOpenAiRequest({ ...base, [field]: noop }, endpoint);
+    },
+  );
+
+  it.each([
+    ['max_tokens', '5', 'invalid_type'],
+    ['max_tokens', 0, 'invalid_value'],
+    ['max_completion_tokens', 1.5, 'invalid_value'],
+    ['temperature', -0.1, 'invalid_value'],
+    ['top_p', 0, 'invalid_value'],
+    ['top_k', -2, 'invalid_value'],
+    ['repetition_penalty', 0, 'invalid_value'],
+    ['seed', -1, 'invalid_value'],
+    ['stop', [''], 'invalid_value'],
+    ['stop', { a: 1 }, 'invalid_type'],
+    ['stream', 'true', 'invalid_type'],
+    ['n', 0, 'invalid_value'],
+    ['n', 3, 'unsupported_parameter'],
+    ['model', ['gpt'], 'invalid_type'],
+    ['prompt', 5, 'invalid_type'],
+    ['prompt', ['a', 'b'], 'unsupported_parameter'],
+    ['prompt', [[1, 2]], 'unsupported_parameter'],
+  ] as const)('names %s = %j (%s)', (field, value, code) => {
+    expect(refusal({ ...completion, [field]: value }, 'completions')).toMatchObject({
+      param: field,
+      code,
+    });
+  });
+
+  it('names the message and the part of it that is wrong', () => {
+    const cases: [unknown, string, string][] = [
+      ['Hi', 'messages', 'invalid_type'],
+      [[], 'messages', 'invalid_value'],
+      [['Hi'], 'messages[0]', 'invalid_type'],
+      [[{ content: 'Hi' }], 'messages[0].role', 'missing_required_parameter'],
+      [
+        [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
+        'messages[0].content',
+        'unsupported_parameter',
+      ],
+      [
+        [{ role: 'assistant', content: 'x', tool_calls: [] }],
+        'messages[0].tool_calls',
+        'unsupported_parameter',
+      ],
+    ];
+    for (const [messages, param, code] of cases)
+      expect(refusal({ model: 'gpt', messages }, 'chat'), param).toMatchObject({ param, code });
+  });
+
+  it('refuses fields OpenAI does not define for the route, and stream_options without stream', () => {
+    expect(refusal({ ...completion, ignore_eos: true }, 'completions')).toMatchObject({
+      param: 'ignore_eos',
+      code: 'unknown_parameter',
+    });
+    expect(refusal({ ...chat, prompt: 'x' }, 'chat')).toMatchObject({ param: 'prompt' });
+    expect(refusal({ ...chat, toString: 'x' }, 'chat')).toMatchObject({ param: 'toString' });
+    expect(refusal({ ...chat, stream_options: { include_usage: true } }, 'chat')).toMatchObject({
+      param: 'stream_options',
+    });
+    expect(refusal({ model: 'gpt' }, 'completions')).toMatchObject({
+      param: 'prompt',
+      code: 'missing_required_parameter',
+    });
+  });
+});
+
+describe('openAiParameters', () => {
+  it('reads OpenAI fields in Kiln terms: 16 tokens, temperature 0 is greedy, top_k -1 keeps all', () => {
+    expect(openAiParameters({})).toMatchObject({ maxNewTokens: 16, doSample: true });
+    expect(
+      openAiParameters({ max_completion_tokens: 7, temperature: 0, top_k: -1, stop: 'x' }),
+    ).toEqual({ maxNewTokens: 7, doSample: false, stop: ['x'] });
+  });
+});
+
+describe('inOpenAiTerms', () => {
+  it("tells the scheduler's max_new_tokens as the field the request used", () => {
+    const limit = new KilnError(
+      KilnErrorCode.InvalidInput,
+      "prompt (5 tokens) + max_new_tokens (100) exceeds the model's limit of 64 tokens",
+    );
+    const told = inOpenAiTerms(limit, { max_completion_tokens: 100 }) as KilnError;
+    expect(openAiErrorBody(400, told.message, told).error).toEqual({
+      message:
+        "prompt (5 tokens) + max_completion_tokens (100) exceeds the model's limit of 64 tokens",
+      type: 'invalid_request_error',
+      param: 'max_completion_tokens',
+      code: 'context_length_exceeded',
+    });
+    const other = new KilnError(KilnErrorCode.QueueFull, 'full');
+    expect(inOpenAiTerms(other, {})).toBe(other);
+  });
+});
