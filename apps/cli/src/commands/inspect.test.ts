@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type TestModels, makeTestModels, ortAvailable } from '../test-support/models.js';
 import { STACK_TRACE, kiln } from '../test-support/run-binary.js';
@@ -115,6 +117,122 @@ describe.skipIf(!hasPython)('kiln inspect of a Python model', () => {
         requirements: ['numpy'],
         unsatisfiedRequirements: [],
       });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+/**
+ * A tiny image classifier: `data` float32 [batch,3,8,8] → each channel's mean as one of 3
+ * classes, named in synset.txt.
+ */
+async function imageClassifierFolder(dir: string, properties: Record<string, string>) {
+  const { mkdir, writeFile } = await import('node:fs/promises');
+  const { join } = await import('node:path');
+  const { GraphBuilder, attr, writeModelFolder } = await import('@kiln/model-tools');
+  const g = new GraphBuilder('channel-means');
+  g.input('data', 'float32', ['batch', 3, 8, 8]);
+  const pooled = g.op('GlobalAveragePool', ['data']);
+  g.op('Flatten', [pooled], { axis: attr.int(1) }, { output: 'scores' });
+  g.output('scores', 'float32', ['batch', 3]);
+  await mkdir(dir, { recursive: true });
+  await writeModelFolder(dir, g.toModel(), properties);
+  await writeFile(join(dir, 'synset.txt'), 'n01 blue\nn02 green\nn03 red\n');
+  return dir;
+}
+
+describe.skipIf(!run)('kiln inspect of an image classifier', () => {
+  let root: string;
+  beforeAll(async () => {
+    const { mkdtemp } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    root = await mkdtemp(`${tmpdir()}/kiln-cli-inspect-image-`);
+  });
+  afterAll(async () => {
+    const { rm } = await import('node:fs/promises');
+    if (root) await rm(root, { recursive: true, force: true });
+  });
+
+  it("shows the channel order and range it is fed, and warns when Caffe's mean meets RGB", async () => {
+    const dir = await imageClassifierFolder(`${root}/caffe`, {
+      translatorFactory: 'image-classification',
+      range: '0-255',
+      normalize: '123.68,116.779,103.939,1,1,1',
+    });
+    const { code, stdout, stderr } = await kiln(['inspect', dir]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^image input RGB order, values 0\.\.255, Caffe's ImageNet mean 123\.68,116\.779,103\.939 std 1,1,1 \(R,G,B\), NCHW 8×8$/m,
+    );
+    expect(stdout).toMatch(/^\s+warning: .*Caffe-trained models take BGR.*set channels=BGR/m);
+
+    const json = await kiln(['--json', 'inspect', dir, '--option', 'channels=BGR']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).imageInput).toEqual({
+      stated: true,
+      channels: 'BGR',
+      range: '0-255',
+      normalize: { mean: [123.68, 116.779, 103.939], std: [1, 1, 1] },
+      statistics: 'imagenet-caffe',
+      layout: 'NCHW',
+      width: 8,
+      height: 8,
+      warnings: [],
+    });
+  });
+
+  it('says nothing states them when an image classifier is served as raw tensors', async () => {
+    const dir = await imageClassifierFolder(`${root}/raw`, {});
+    const { code, stdout } = await kiln(['inspect', dir]);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^image input not stated: the model looks like an image classifier \(synset\.txt, input \[-1,3,8,8\]\).*channel order \(RGB or BGR\) and value range \(0\.\.1 or 0\.\.255\)/m,
+    );
+  });
+
+  it('reports nothing of images for a model that takes none', async () => {
+    const dir = await imageClassifierFolder(`${root}/plain`, {});
+    const { writeFile } = await import('node:fs/promises');
+    const { tinyModel } = await import('@kiln/model-tools');
+    await tinyModel(dir);
+    await writeFile(`${dir}/synset.txt`, 'a\nb\n');
+    const { stdout } = await kiln(['--json', 'inspect', dir]);
+    expect(JSON.parse(stdout).imageInput).toBeUndefined();
+  });
+});
+
+// The real pretrained SqueezeNet 1.1 beside the repository (never copied into it): BGR, 0..255.
+const SQUEEZENET = fileURLToPath(
+  new URL('../../../../../shared/models/squeezenet1_1', import.meta.url),
+);
+const squeezenetPresent = existsSync(`${SQUEEZENET}/model.onnx`);
+if (!squeezenetPresent)
+  console.warn(`[kiln] skipping the SqueezeNet inspect: ${SQUEEZENET} is absent`);
+
+describe.skipIf(!run || !squeezenetPresent)('kiln inspect of the real SqueezeNet 1.1', () => {
+  it('shows BGR, 0..255 once its serving.properties say so, and asks for them until then', async () => {
+    const { copyFile, mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const dir = await mkdtemp(`${tmpdir()}/kiln-cli-inspect-squeezenet-`);
+    try {
+      await copyFile(`${SQUEEZENET}/model.onnx`, `${dir}/model.onnx`);
+      await copyFile(`${SQUEEZENET}/synset.txt`, `${dir}/synset.txt`);
+      const raw = await kiln(['inspect', dir]);
+      expect(raw.code).toBe(0);
+      expect(raw.stdout).toMatch(
+        /^image input not stated: .*\(synset\.txt, input \[-1,3,224,224\]\)/m,
+      );
+      await writeFile(
+        `${dir}/serving.properties`,
+        'translatorFactory=image-classification\nchannels=BGR\nrange=0-255\n',
+      );
+      const stated = await kiln(['inspect', dir]);
+      expect(stated.code).toBe(0);
+      expect(stated.stdout).toMatch(
+        /^image input BGR order, values 0\.\.255, no mean\/std, NCHW 224×224$/m,
+      );
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -1,7 +1,7 @@
-import { type TensorDescriptor, formatShape } from '@kiln/core';
+import { type ImageInputExpectation, type TensorDescriptor, formatShape } from '@kiln/core';
 import { formatBytes, formatMs, textTable } from '@kiln/benchmark';
 import type { CliContext } from '../cli-context.js';
-import type { ModelReport } from './model-report.js';
+import type { ImageInputReport, ModelReport } from './model-report.js';
 
 /** Files printed before the list is cut short. */
 const SHOWN_FILES = 20;
@@ -27,6 +27,7 @@ export function formatModelReport(report: ModelReport, color: CliContext['color'
   if (loaded)
     lines.push(`${heading('loaded')}      on ${loaded.device} in ${formatMs(loaded.loadMs)} ms`);
   lines.push(`${heading('translator')}  ${report.translator}`);
+  if (report.imageInput) lines.push(...imageInputLines(report.imageInput, color));
 
   if (loaded) {
     lines.push(
@@ -76,6 +77,24 @@ export function formatModelReport(report: ModelReport, color: CliContext['color'
     );
   }
   return lines.join('\n');
+}
+
+/** The channel order and value range an image model is fed, and what disagrees with them. */
+function imageInputLines(input: ImageInputReport, color: CliContext['color']): string[] {
+  const heading = color.bold('image input');
+  if (!input.stated) return [`${heading} ${color.yellow(`not stated: ${input.note}`)}`];
+  const range = input.range === '0-1' ? 'values 0..1' : 'values 0..255';
+  const line = `${heading} ${input.channels} order, ${range}, ${statisticsText(input)}, ${input.layout} ${input.width}×${input.height}`;
+  return [line, ...input.warnings.map((warning) => color.yellow(`  warning: ${warning}`))];
+}
+
+function statisticsText(input: ImageInputExpectation): string {
+  const { normalize } = input;
+  if (!normalize) return 'no mean/std';
+  const numbers = `mean ${normalize.mean.join(',')} std ${normalize.std.join(',')} (R,G,B)`;
+  if (input.statistics === 'imagenet') return `ImageNet ${numbers}`;
+  if (input.statistics === 'imagenet-caffe') return `Caffe's ImageNet ${numbers}`;
+  return numbers;
 }
 
 function tensors(list: readonly TensorDescriptor[]): string {

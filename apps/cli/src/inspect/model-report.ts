@@ -1,17 +1,23 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import {
+  ImageClassificationTranslator,
+  type ImageInputExpectation,
   KilnError,
   KilnErrorCode,
+  type Model,
   SERVING_DEFAULTS,
   type ModelWithServingTranslator,
   type ServingProperties,
   type TensorDescriptor,
   formatDevice,
+  formatShape,
+  imageInputExpectation,
   inspectModelSource,
   isTranslatorPluginPath,
   loadModel,
   resolveTranslator,
+  settingWarningLines,
 } from '@kiln/core';
 import type { EngineCatalog } from '@kiln/server';
 
@@ -34,6 +40,17 @@ export interface ModelReport {
     readonly defaults: Readonly<Record<string, string>>;
   };
   readonly translator: string;
+  /**
+   * serving.properties keys that do nothing as written (warnings), and values Kiln cannot
+   * honour (errors: the model does not load).
+   */
+  readonly settings: { readonly warnings: readonly string[]; readonly errors: readonly string[] };
+  /**
+   * What an image model is fed: channel order, value range, mean/std (stated by the image
+   * translator), or why nothing states them (a folder that looks like an image classifier
+   * served raw). Undefined for other models and with --no-load.
+   */
+  readonly imageInput: ImageInputReport | undefined;
   /** What loading found; undefined with --no-load. */
   readonly loaded:
     | {
@@ -50,6 +67,10 @@ export interface ModelReport {
     | undefined;
 }
 
+export type ImageInputReport =
+  | ({ readonly stated: true } & ImageInputExpectation)
+  | { readonly stated: false; readonly note: string };
+
 /** Files listed one by one in a report; larger models list the first ones. */
 const LISTED_FILES = 200;
 
@@ -60,12 +81,22 @@ const LISTED_FILES = 200;
 export async function buildModelReport(
   url: string,
   engines: EngineCatalog,
-  options: { overrides: Record<string, string>; load: boolean },
+  options: {
+    overrides: Record<string, string>;
+    load: boolean;
+    /** Told each settings warning as soon as the files are read, before any load. */
+    warn?: (line: string) => void;
+  },
 ): Promise<ModelReport> {
   const inspection = await inspectModelSource(url, {
     registry: engines.registry,
     overrides: options.overrides,
   });
+  const warnings = settingWarningLines(
+    `serving.properties of ${inspection.name}`,
+    inspection.settings,
+  );
+  for (const line of warnings) options.warn?.(line);
   const files = await Promise.all(
     inspection.files.slice(0, LISTED_FILES).map(async (file) => ({
       path: file,
@@ -88,6 +119,8 @@ export async function buildModelReport(
     files,
     servingProperties: propertiesInForce(inspection.properties),
     translator: translatorName(inspection.properties),
+    settings: { warnings, errors: inspection.settings.errors },
+    imageInput: undefined,
     loaded: undefined,
   } satisfies ModelReport;
   if (!options.load) return report;
@@ -107,12 +140,13 @@ export async function buildModelReport(
   try {
     const loadMs = performance.now() - started;
     // A translator that cannot be built (a broken plugin) fails here, as it would when serving.
-    await resolveTranslator(model);
+    const translator = await resolveTranslator(model);
     const engine = await engines.registry.get(model.engine);
     const own = model.properties.translatorFactory ? undefined : ownTranslatorName(model);
     return {
       ...report,
       ...(own ? { translator: own } : {}),
+      imageInput: own ? undefined : imageInputOf(translator, model, inspection.files),
       engine: model.engine,
       loaded: {
         engineVersion: engine.version,
@@ -127,6 +161,29 @@ export async function buildModelReport(
   } finally {
     await model.dispose();
   }
+}
+
+/**
+ * The image translator's channel order, range and statistics; for a model that looks like an
+ * image classifier (a labels file, one image-shaped input) served as raw tensors, a note that
+ * nothing states them, since the wrong channel order gives confident, wrong classes.
+ */
+function imageInputOf(
+  translator: unknown,
+  model: Model,
+  files: readonly string[],
+): ImageInputReport | undefined {
+  if (translator instanceof ImageClassificationTranslator)
+    return { stated: true, ...imageInputExpectation(translator.options) };
+  const input = model.inputs.length === 1 ? model.inputs[0] : undefined;
+  const shape = input?.shape;
+  const imageShaped = shape?.length === 4 && (shape[1] === 3 || shape[3] === 3);
+  const labels = files.find((file) => /^(synset|labels?|classes)\.txt$/i.test(file));
+  if (!imageShaped || !labels) return undefined;
+  return {
+    stated: false,
+    note: `the model looks like an image classifier (${labels}, input ${formatShape(shape)}) but takes raw tensors, so nothing states the channel order (RGB or BGR) and value range (0..1 or 0..255) it was trained on; serve it with translatorFactory=image-classification and channels, range and normalize as it was trained`,
+  };
 }
 
 /** The keys set (file, overrides, URL) and Kiln's defaults for the batching keys left out. */

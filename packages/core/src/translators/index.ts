@@ -3,6 +3,7 @@ export * from './raw-tensors.js';
 export * from './image-decode.js';
 export * from './image-preprocess.js';
 export * from './image-options.js';
+export * from './image-input-expectation.js';
 export * from './classifications.js';
 export * from './image-classification.js';
 export * from './translator-plugin.js';
