@@ -1,4 +1,4 @@
-import { type Device, OptionReader } from '@kiln/core';
+import { type Device, OptionReader, type SettingDeclaration } from '@kiln/core';
 
 /** DLPack device types by name (dlpack.h's DLDeviceType), as DLR's CreateDLRModel takes them. */
 export const DEVICE_TYPES: Readonly<Record<string, number>> = {
@@ -12,7 +12,26 @@ export const DEVICE_TYPES: Readonly<Record<string, number>> = {
 };
 
 /** The `option.*` keys of serving.properties this engine reads. */
-export const DLR_OPTION_KEYS = ['numThreads', 'deviceType', 'deviceId'] as const;
+export const DLR_OPTIONS: readonly SettingDeclaration[] = [
+  { key: 'numThreads', type: 'integer', min: 1, default: 'per context', doc: 'predictor threads' },
+  {
+    key: 'deviceType',
+    type: 'string',
+    default: "the model's device",
+    doc: `${Object.keys(DEVICE_TYPES).join(', ')}, or a DLPack number`,
+  },
+  {
+    key: 'deviceId',
+    type: 'integer',
+    min: 0,
+    max: 1024,
+    default: "the model's device",
+    doc: 'device index',
+  },
+];
+
+/** The names of DLR_OPTIONS. */
+export const DLR_OPTION_KEYS: readonly string[] = DLR_OPTIONS.map((d) => d.key);
 
 export interface DlrModelOptions {
   /** DLPack device type handed to CreateDLRModel. */
@@ -31,13 +50,13 @@ export function parseDlrOptions(
   options: Readonly<Record<string, string>>,
   device: Device,
 ): DlrModelOptions {
-  const o = new OptionReader(options);
+  const o = new OptionReader(options, DLR_OPTIONS);
   const typeText = o.string('deviceType');
   return {
     deviceType:
       typeText === undefined ? (device.type === 'cpu' ? 1 : 2) : parseDeviceType(o, typeText),
-    deviceId: o.integer('deviceId', { min: 0, max: 1024 }) ?? device.id,
-    numThreads: o.integer('numThreads', { min: 1 }),
+    deviceId: o.integer('deviceId') ?? device.id,
+    numThreads: o.integer('numThreads'),
   };
 }
 

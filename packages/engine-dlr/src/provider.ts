@@ -7,6 +7,7 @@ import {
 import type { DlrEngineSettings } from './dlr-engine.js';
 import { ENGINE_NAME } from './engine-name.js';
 import { isDlrModelListing } from './model-folder.js';
+import { DLR_OPTIONS } from './options.js';
 
 export interface DlrEngineOptions extends DlrEngineSettings {
   /** Preference when no engine is named; 1 by default (DLR folders are recognized by their files). */
@@ -26,6 +27,7 @@ export function createDlrEngine(options: DlrEngineOptions = {}): EngineProvider 
     specificationVersion: ENGINE_SPECIFICATION_VERSION,
     name: ENGINE_NAME,
     rank: options.rank ?? 1,
+    options: DLR_OPTIONS,
     recognizes: isDlrModelListing,
     // The engine's modules are imported here, when a model first needs it.
     load: async () => (await import('./dlr-engine.js')).DlrEngine.load(options),

@@ -6,6 +6,7 @@ export {
   type LibTorchEngineOptions,
   type PtModelSettings,
   PT_OPTION_KEYS,
+  PT_OPTIONS,
   resolveModelSettings,
   engineOptionsFromEnv,
 } from './options.js';

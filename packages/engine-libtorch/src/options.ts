@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { OptionReader } from '@kiln/core';
+import { OptionReader, type SettingDeclaration } from '@kiln/core';
 
 /**
  * Engine-wide settings of the PyTorch engine (DJL's `ai.djl.pytorch.*` properties). Every one
@@ -60,23 +60,35 @@ const ENGINE_WIDE_KEYS = [
   'optimize_for_inference',
 ] as const;
 
-/** The `option.*` keys this engine reads. Others are left to translators and other engines. */
-export const PT_OPTION_KEYS = [
-  ...ENGINE_WIDE_KEYS,
-  'mapLocation',
-  'extraFiles',
-  'warmup',
-  'warmup_iterations',
-] as const;
+const SWITCH = { type: 'boolean' } as const;
+
+/** The `option.*` keys this engine reads (DJL's PyTorch keys plus Kiln's). */
+export const PT_OPTIONS: readonly SettingDeclaration[] = [
+  { key: 'modelName', type: 'string', doc: "the .pt file's name when it is not the folder's" },
+  { key: 'num_threads', type: 'integer', min: 1, default: 'every core', doc: 'intra-op threads' },
+  { key: 'num_interop_threads', type: 'integer', min: 1, doc: 'inter-op pool, once per process' },
+  { key: 'graph_optimizer', ...SWITCH, default: 'true', doc: 'graph-executor optimizer' },
+  { key: 'use_mkldnn', ...SWITCH, default: "LibTorch's (on)", doc: 'oneDNN kernels' },
+  { key: 'use_cudnn', ...SWITCH, default: "LibTorch's (on)", doc: 'cuDNN on CUDA builds' },
+  { key: 'cudnn_benchmark', ...SWITCH, default: "LibTorch's (off)", doc: 'cuDNN autotuning' },
+  { key: 'optimize_for_inference', ...SWITCH, default: 'true', doc: 'freeze and fuse at load' },
+  { key: 'mapLocation', ...SWITCH, default: 'true', doc: "load straight onto the model's device" },
+  { key: 'extraFiles', type: 'list', doc: 'files of the archive to read back, comma-separated' },
+  { key: 'warmup', type: 'string', doc: 'input shapes run at load' },
+  { key: 'warmup_iterations', type: 'integer', min: 1, default: '2', doc: 'forwards per shape' },
+];
+
+/** The names of PT_OPTIONS. */
+export const PT_OPTION_KEYS: readonly string[] = PT_OPTIONS.map((d) => d.key);
 
 export function resolveModelSettings(
   options: Readonly<Record<string, string>>,
   engine: LibTorchEngineOptions = {},
 ): PtModelSettings {
-  const o = new OptionReader(options);
+  const o = new OptionReader(options, PT_OPTIONS);
   return {
-    numThreads: o.integer('num_threads', { min: 1 }) ?? engine.numThreads ?? availableParallelism(),
-    numInteropThreads: o.integer('num_interop_threads', { min: 1 }) ?? engine.numInteropThreads,
+    numThreads: o.integer('num_threads') ?? engine.numThreads ?? availableParallelism(),
+    numInteropThreads: o.integer('num_interop_threads') ?? engine.numInteropThreads,
     graphOptimizer: o.boolean('graph_optimizer') ?? engine.graphOptimizer ?? true,
     useMkldnn: o.boolean('use_mkldnn') ?? engine.useMkldnn,
     useCudnn: o.boolean('use_cudnn') ?? engine.useCudnn,
@@ -92,7 +104,7 @@ export function resolveModelSettings(
       .map((s) => s.trim())
       .filter(Boolean),
     warmup: o.string('warmup'),
-    warmupIterations: o.integer('warmup_iterations', { min: 1 }) ?? 2,
+    warmupIterations: o.integer('warmup_iterations') ?? 2,
   };
 }
 

@@ -1,7 +1,7 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
 import { ENGINE_NAME } from './engine-name.js';
 import { isTorchScriptFile } from './model-file.js';
-import { type LibTorchEngineOptions, engineOptionsFromEnv } from './options.js';
+import { type LibTorchEngineOptions, PT_OPTIONS, engineOptionsFromEnv } from './options.js';
 
 /**
  * A provider for the PyTorch engine. The addon is loaded by `load()`, not before. Options not
@@ -14,6 +14,7 @@ export function createLibTorchEngine(options: LibTorchEngineOptions = {}): Engin
     rank: options.rank ?? 9,
     // Forwards run on the addon's own threads and every context shares one loaded module.
     execution: 'async',
+    options: PT_OPTIONS,
     recognizes: (fileNames) => fileNames.some(isTorchScriptFile),
     // The engine's modules (and the addon's binding) are imported when a model first needs it.
     load: async () => {

@@ -8,6 +8,7 @@ export {
   toSessionOptions,
   DEFAULT_SESSION_CONFIG,
   SESSION_OPTION_KEYS,
+  SESSION_OPTIONS,
   type OrtSessionConfig,
   type OptLevel,
   type ExecutionMode,

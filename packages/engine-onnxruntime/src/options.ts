@@ -1,5 +1,12 @@
-import { resolve, join } from 'node:path';
-import { type Device, OptionReader, kilnHome } from '@kiln/core';
+import { existsSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import {
+  type Device,
+  MAX_OPTION_INTEGER,
+  OptionReader,
+  type SettingDeclaration,
+  kilnHome,
+} from '@kiln/core';
 import type { InferenceSession } from 'onnxruntime-node';
 
 export type OptLevel = 'disabled' | 'basic' | 'extended' | 'all';
@@ -61,23 +68,6 @@ export const DEFAULT_SESSION_CONFIG: OrtSessionConfig = Object.freeze({
   optimizedModelCache: join(kilnHome(), 'onnxruntime'),
 });
 
-/** The `option.*` keys this engine reads (DJL's OnnxRuntime keys plus Kiln's). */
-export const SESSION_OPTION_KEYS = [
-  'intraOpNumThreads',
-  'interOpNumThreads',
-  'executionMode',
-  'optLevel',
-  'memoryPatternOptimization',
-  'cpuArenaAllocator',
-  'ortDevice',
-  'profiling',
-  'optimizedModelFilePath',
-  'logSeverityLevel',
-  'allowSpinning',
-  'shareWeights',
-  'optimizedModelCache',
-] as const;
-
 // DJL spells levels as Java's OptLevel enum (NO_OPT, BASIC_OPT…); ORT's own names are accepted too.
 const OPT_LEVELS: Record<string, OptLevel> = {
   disabled: 'disabled',
@@ -90,6 +80,75 @@ const OPT_LEVELS: Record<string, OptLevel> = {
   all_opt: 'all',
 };
 
+const THREADS = { type: 'integer', min: 1, max: MAX_OPTION_INTEGER } as const;
+const SWITCH = { type: 'boolean' } as const;
+
+/** The `option.*` keys this engine reads (DJL's OnnxRuntime keys plus Kiln's). */
+export const SESSION_OPTIONS: readonly SettingDeclaration[] = [
+  { key: 'modelName', type: 'string', doc: "the .onnx file's name when it is not the folder's" },
+  { key: 'intraOpNumThreads', ...THREADS, default: 'planned per worker', doc: 'threads per op' },
+  { key: 'interOpNumThreads', ...THREADS, default: "ONNX Runtime's", doc: 'ops run at once' },
+  {
+    key: 'executionMode',
+    type: 'choice',
+    values: ['sequential', 'parallel'],
+    default: 'sequential',
+    doc: 'run independent ops in parallel',
+  },
+  {
+    key: 'optLevel',
+    type: 'choice',
+    values: Object.keys(OPT_LEVELS),
+    default: 'all',
+    doc: 'graph optimization level',
+  },
+  { key: 'memoryPatternOptimization', ...SWITCH, default: 'true', doc: 'plan memory ahead' },
+  { key: 'cpuArenaAllocator', ...SWITCH, default: 'true', doc: 'arena allocator on cpu' },
+  {
+    key: 'ortDevice',
+    type: 'choice',
+    values: ['cpu', 'cuda', 'tensorrt'],
+    default: 'cuda on a gpu, else cpu',
+    doc: 'execution provider',
+  },
+  { key: 'profiling', ...SWITCH, default: 'false', doc: "write ONNX Runtime's per-node trace" },
+  {
+    key: 'optimizedModelFilePath',
+    type: 'string',
+    doc: 'where to save the optimized graph, for inspection',
+  },
+  { key: 'logSeverityLevel', type: 'integer', min: 0, max: 4, doc: '0 verbose … 4 fatal' },
+  { key: 'allowSpinning', ...SWITCH, default: 'false', doc: 'idle threads spin before sleeping' },
+  { key: 'shareWeights', ...SWITCH, default: 'true', doc: "one copy of a model's weights" },
+  {
+    key: 'optimizedModelCache',
+    type: 'string',
+    default: '$KILN_HOME/onnxruntime',
+    doc: 'folder of optimized models kept across restarts, or false',
+  },
+  {
+    key: 'disablePerSessionThreads',
+    ...SWITCH,
+    doc: "DJL's switch to ONNX Runtime's global thread pools",
+    unsupported:
+      "onnxruntime-node has no global thread pools; Kiln sizes each session's threads itself (intraOpNumThreads)",
+  },
+  {
+    key: 'customOpLibrary',
+    type: 'file',
+    doc: "DJL's custom operator library (.so) registered with each session",
+    refuse: (value, { modelDir }) => {
+      const name = basename(value);
+      if (!existsSync(modelDir === undefined ? value : resolve(modelDir, value)))
+        return `${name} does not exist (a relative name is read in the model folder)`;
+      return `onnxruntime-node cannot register custom operator libraries, so Kiln cannot load ${name}`;
+    },
+  },
+];
+
+/** The names of SESSION_OPTIONS. */
+export const SESSION_OPTION_KEYS: readonly string[] = SESSION_OPTIONS.map((d) => d.key);
+
 /**
  * Reads `option.*` values (prefix removed) over `base`. The model's device decides the
  * default execution provider: a gpu device means CUDA unless `ortDevice` says otherwise.
@@ -99,20 +158,18 @@ export function parseSessionConfig(
   device: Device,
   base: Partial<OrtSessionConfig> = {},
 ): OrtSessionConfig {
-  const o = new OptionReader(options);
+  const o = new OptionReader(options, SESSION_OPTIONS);
   const defaults = { ...DEFAULT_SESSION_CONFIG, ...base };
   const ortDevice =
-    o.oneOf('ortDevice', ['cpu', 'cuda', 'tensorrt'] as const) ??
-    (device.type === 'gpu' ? 'cuda' : defaults.ortDevice);
+    o.oneOf<OrtDevice>('ortDevice') ?? (device.type === 'gpu' ? 'cuda' : defaults.ortDevice);
   if (ortDevice === 'cpu' && device.type === 'gpu') {
     throw o.invalid('ortDevice', `contradicts the model's device gpu${device.id}`);
   }
   const level = o.string('optLevel');
   return {
-    intraOpNumThreads: o.integer('intraOpNumThreads', { min: 1 }) ?? defaults.intraOpNumThreads,
-    interOpNumThreads: o.integer('interOpNumThreads', { min: 1 }) ?? defaults.interOpNumThreads,
-    executionMode:
-      o.oneOf('executionMode', ['sequential', 'parallel'] as const) ?? defaults.executionMode,
+    intraOpNumThreads: o.integer('intraOpNumThreads') ?? defaults.intraOpNumThreads,
+    interOpNumThreads: o.integer('interOpNumThreads') ?? defaults.interOpNumThreads,
+    executionMode: o.oneOf<ExecutionMode>('executionMode') ?? defaults.executionMode,
     optLevel: level === undefined ? defaults.optLevel : optLevel(o, level),
     memoryPatternOptimization:
       o.boolean('memoryPatternOptimization') ?? defaults.memoryPatternOptimization,
@@ -122,8 +179,7 @@ export function parseSessionConfig(
     profiling: o.boolean('profiling') ?? defaults.profiling,
     optimizedModelFilePath: o.string('optimizedModelFilePath') ?? defaults.optimizedModelFilePath,
     logSeverityLevel:
-      (o.integer('logSeverityLevel', { min: 0, max: 4 }) as 0 | 1 | 2 | 3 | 4 | undefined) ??
-      defaults.logSeverityLevel,
+      (o.integer('logSeverityLevel') as 0 | 1 | 2 | 3 | 4 | undefined) ?? defaults.logSeverityLevel,
     allowSpinning: o.boolean('allowSpinning') ?? defaults.allowSpinning,
     shareWeights: o.boolean('shareWeights') ?? defaults.shareWeights,
     optimizedModelCache: cacheFolder(o.string('optimizedModelCache'), defaults.optimizedModelCache),

@@ -1,5 +1,6 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
 import { ENGINE_NAME } from './engine-name.js';
+import { SESSION_OPTIONS } from './options.js';
 import type { OrtModelSettings } from './ort-model.js';
 
 export interface OnnxRuntimeEngineOptions extends OrtModelSettings {
@@ -15,6 +16,7 @@ export function createOnnxRuntimeEngine(options: OnnxRuntimeEngineOptions = {}):
     rank: options.rank ?? 10,
     // onnxruntime-node's run blocks its thread: the worker pool gives each worker one.
     execution: 'blocking',
+    options: SESSION_OPTIONS,
     recognizes: (fileNames) => fileNames.some((f) => f.toLowerCase().endsWith('.onnx')),
     // The engine's modules are imported here, when a model first needs it.
     load: async () => {

@@ -23,6 +23,7 @@ export {
   type PythonModelSettings,
 } from './options.js';
 export { probePython } from './probe.js';
+export { PYTHON_OPTIONS } from './option-declarations.js';
 export { provider as default } from './provider.js';
 export {
   PythonServingTranslator,

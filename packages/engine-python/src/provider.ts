@@ -5,6 +5,7 @@ import {
   type EngineProvider,
 } from '@kiln/core';
 import { ENGINE_NAME } from './engine-name.js';
+import { PYTHON_OPTIONS } from './option-declarations.js';
 import { defaultPythonExecutable } from './options.js';
 
 export interface PythonEngineOptions {
@@ -20,6 +21,9 @@ export function createPythonEngine(options: PythonEngineOptions = {}): EnginePro
     rank: options.rank ?? 1,
     // Every context is its own Python process: workers share the model on the main thread.
     execution: 'async',
+    options: PYTHON_OPTIONS,
+    // The handler gets every key among its properties: none is unknown.
+    passesSettingsToModel: true,
     recognizes: (fileNames) => fileNames.includes('model.py'),
     // The engine's modules are imported here, when a model first needs it.
     load: async () => {

@@ -16,6 +16,7 @@ export {
   DEFAULT_SAVED_MODEL_TAGS,
   SAVED_MODEL_SIGNATURE_OPTION,
   SAVED_MODEL_TAGS_OPTION,
+  TF_OPTIONS,
 } from './options.js';
 export { fileSystemLoadHandler } from './io/file-system-handler.js';
 export { probeTensorFlow } from './probe.js';

@@ -1,5 +1,6 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
 import { TENSORFLOW_ENGINE_NAME } from './engine-name.js';
+import { TF_OPTIONS } from './options.js';
 import { SAVED_MODEL_FILES, TFJS_MODEL_FILE } from './io/locate-model.js';
 import { BACKEND_INFO, type TfBackendName, backendPreference } from './runtime/backends.js';
 import { isPackageInstalled } from './runtime/packages.js';
@@ -34,6 +35,7 @@ export function createTensorFlowEngine(options: TensorFlowEngineOptions = {}): E
     name: TENSORFLOW_ENGINE_NAME,
     rank: options.rank ?? TENSORFLOW_ENGINE_RANK,
     execution: 'blocking',
+    options: TF_OPTIONS,
     get hostThread() {
       return nativeBackendFirst(options) ? 'shared' : 'per-worker';
     },

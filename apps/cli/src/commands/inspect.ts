@@ -42,7 +42,11 @@ Examples:
           import('../inspect/model-report.js'),
         ]);
       const engines = await loadEngineCatalog();
-      const report = await buildModelReport(model, engines, { overrides, load: options.load });
+      const report = await buildModelReport(model, engines, {
+        overrides,
+        load: options.load,
+        warn: (line) => cli.err(`${cli.color.yellow('warning')}: ${line}`),
+      });
       cli.out(cli.json ? JSON.stringify(report, null, 2) : formatModelReport(report, cli.color));
     });
 }

@@ -8,6 +8,9 @@ import {
   type TensorFormat,
   encodeJsonTensors,
   encodeTensors,
+  inspectModelSource,
+  settingWarningLines,
+  settingsRefusal,
 } from '@kiln/core';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
@@ -69,6 +72,16 @@ Examples:
         import('@kiln/worker-pool'),
       ]);
       const engines = await loadEngineCatalog();
+      // Keys that do nothing are named before the load; values Kiln cannot honour stop it.
+      const inspection = await inspectModelSource(options.model, {
+        registry: engines.registry,
+        overrides,
+      });
+      const where = `serving.properties of ${inspection.name}`;
+      for (const line of settingWarningLines(where, inspection.settings))
+        cli.err(`${cli.color.yellow('warning')}: ${line}`);
+      const refusal = settingsRefusal(inspection.name, inspection.settings);
+      if (refusal) throw refusal;
       // One worker: the model runs off this thread, as it would in the server.
       const pool = await createWorkerPool({
         model: { url: options.model, engines: engines.modules, overrides },

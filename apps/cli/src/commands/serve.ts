@@ -79,8 +79,10 @@ Examples:
       // Loaded here rather than at the top, so that the other commands do not pay for them.
       const [{ pino }, server] = await Promise.all([import('pino'), import('@kiln/server')]);
       const ingress = server.IngressPeer.ofThisProcess();
+      const configWarnings: string[] = [];
       const config = server.loadServerConfig({
         ...(options.configFile ? { file: options.configFile } : {}),
+        onWarning: (warning) => configWarnings.push(warning),
         overrides: {
           management_token: ingress?.managementToken,
           model_store: options.modelStore,
@@ -94,6 +96,11 @@ Examples:
       // stdout carries the JSON log lines (access log included) and nothing else, so that it
       // stays machine-readable; what people read goes to stderr.
       const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'info' });
+      // Every ingress process reads the file again: the one that started them says it once.
+      for (const warning of ingress ? [] : configWarnings) {
+        cli.err(`${cli.color.yellow('warning')}: ${warning}`);
+        logger.warn(warning);
+      }
       if (config.ingressProcesses > 1 && !ingress) {
         // The ingress processes serve the models; this one only keeps them running.
         pools?.endSpareHostThreads();
@@ -193,6 +200,8 @@ function reportModels(cli: CliContext, models: ModelManager): void {
     cli.err(
       `  model ${entry.name}${entry.version ? `:${entry.version}` : ''} ${cli.color.yellow('PENDING')} (${entry.url})`,
     );
+    for (const warning of entry.settingWarnings ?? [])
+      cli.err(`    ${cli.color.yellow('warning')}: ${warning}`);
     void entry.loading.then(() => {
       if (entry.state === 'READY') {
         const placement = entry.pool?.describe().placement;

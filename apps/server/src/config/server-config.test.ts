@@ -82,11 +82,21 @@ describe('loadServerConfig', () => {
     expect(attempt).toThrow(message);
   });
 
-  it('refuses unknown keys in the file, naming them', () => {
+  it('warns about unknown keys in the file, naming the closest known key', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-config-'));
     const file = path.join(dir, 'config.properties');
-    fs.writeFileSync(file, 'inference_adress=http://127.0.0.1:1\n');
-    expect(() => loadServerConfig({ file, env: {} })).toThrow(/inference_adress/);
+    fs.writeFileSync(
+      file,
+      'inference_adress=http://127.0.0.1:1\nnumber_of_netty_threads=4\nbatch_size=2\nfrobnicate=1\n',
+    );
+    const warnings: string[] = [];
+    const config = loadServerConfig({ file, env: {}, onWarning: (w) => warnings.push(w) });
+    expect(config.modelDefaults.batchSize).toBe(2);
+    expect(warnings).toEqual([
+      `${file}: unknown key inference_adress (did you mean inference_address?)`,
+      `${file}: number_of_netty_threads is not supported by Kiln, ignored: Kiln serves HTTP on Node’s event loop (see ingress_processes)`,
+      `${file}: unknown key frobnicate: Kiln ignores it`,
+    ]);
     fs.rmSync(dir, { recursive: true });
   });
 });

@@ -11,6 +11,7 @@ import {
 } from '@kiln/core';
 import { type Placement, WORKER_POOL_DEFAULTS, parsePlacement } from '@kiln/worker-pool';
 import { parseGrpcAddress } from '../grpc/grpc-address.js';
+import { checkConfigKeys } from './config-settings.js';
 
 /** Everything the server reads from config.properties (and KILN_* environment variables). */
 export interface ServerConfig {
@@ -142,6 +143,8 @@ export interface LoadConfigOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /** Highest precedence (command-line flags). */
   overrides?: Readonly<Record<string, string | undefined>>;
+  /** Told about keys of the file that do nothing (default: process.emitWarning). */
+  onWarning?: (message: string) => void;
 }
 
 /** Defaults < config.properties < KILN_* environment < explicit overrides. */
@@ -158,13 +161,10 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
         `cannot read config file ${options.file}`,
       );
     }
-    const unknown = Object.keys(fromFile).filter((k) => !(k in CONFIG_DEFAULTS));
-    if (unknown.length > 0) {
-      throw new KilnError(
-        KilnErrorCode.InvalidConfig,
-        `unknown key(s) in ${options.file}: ${unknown.join(', ')} (known: ${Object.keys(CONFIG_DEFAULTS).join(', ')})`,
-      );
-    }
+    // Unknown keys (TorchServe's and DJL's too) are named, with the closest known key.
+    const warn = options.onWarning ?? ((message) => process.emitWarning(message));
+    for (const warning of checkConfigKeys(fromFile, CONFIG_DEFAULTS).warnings)
+      warn(`${options.file}: ${warning.message}`);
   }
   const raw: Record<string, string> = { ...CONFIG_DEFAULTS };
   for (const key of Object.keys(CONFIG_DEFAULTS)) {

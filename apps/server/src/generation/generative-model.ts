@@ -29,7 +29,8 @@ const ROLLING_BATCH_ON = new Set(['auto', 'scheduler']);
 
 /** True when serving.properties asks for text generation with rolling batching. */
 export function wantsRollingBatch(properties: ServingProperties): boolean {
-  return ROLLING_BATCH_ON.has(properties.options.rolling_batch ?? '');
+  // Read as the settings check reads it (model-settings), so that what passes it is in force.
+  return ROLLING_BATCH_ON.has(properties.options.rolling_batch?.trim().toLowerCase() ?? '');
 }
 
 /**

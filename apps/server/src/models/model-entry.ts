@@ -16,6 +16,8 @@ export interface ModelEntry {
   state: ModelState;
   /** Why loading failed, for FAILED models. */
   error: string | undefined;
+  /** serving.properties keys that do nothing as written (unknown, unsupported), one line each. */
+  settingWarnings?: readonly string[];
   loadTimeMs: number | undefined;
   pool: WorkerPool<ServingInput, ServingOutput> | undefined;
   signature: ModelSignature | undefined;

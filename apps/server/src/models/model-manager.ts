@@ -6,8 +6,8 @@ import {
   type ServingInput,
   type ServingOutput,
   inspectModelSource,
-  misspelledServingKeys,
   parseModelUrl,
+  settingsRefusal,
 } from '@kiln/core';
 import type { JobHandle, JobOptions } from '@kiln/batching';
 import {
@@ -118,12 +118,11 @@ export class ModelManager {
       loading: Promise.resolve(),
       located: Promise.resolve(),
     };
-    for (const { key, suggestion } of misspelledServingKeys(inspection.properties.raw)) {
-      this.log?.warn(
-        { model: name, key, suggestion },
-        `serving.properties of ${name}: unknown key ${key} (did you mean ${suggestion}?)`,
-      );
-    }
+    entry.settingWarnings = inspection.settings.warnings.map(
+      (w) => `serving.properties of ${name}: ${w.message}`,
+    );
+    for (const [i, { key, suggestion }] of inspection.settings.warnings.entries())
+      this.log?.warn({ model: name, key, suggestion }, entry.settingWarnings[i]);
     const fromProperties = workerPoolSettingsFromProperties(inspection.properties);
     this.checkWorkerLimits({
       ...fromProperties,
@@ -154,9 +153,12 @@ export class ModelManager {
     this.metrics.modelStatus.set({ model: name }, 0);
     if (wantsRollingBatch(inspection.properties)) {
       // Located by the inspection above (entry.located is settled); its decoder loads from there.
-      entry.loading = this.loadGenerative(entry, () =>
-        GenerativeModel.load(name, inspection, this.generationMetrics),
-      );
+      entry.loading = this.loadGenerative(entry, async () => {
+        // A thread-pool model's load refuses such settings itself (resolveModelLoad).
+        const refusal = settingsRefusal(name, inspection.settings);
+        if (refusal) throw refusal;
+        return GenerativeModel.load(name, inspection, this.generationMetrics);
+      });
     } else {
       let located!: () => void;
       entry.located = new Promise((resolve) => (located = resolve));

@@ -1,5 +1,6 @@
 import type { Device } from './device.js';
 import type { Model, ModelLoadRequest } from '../model/model.js';
+import type { SettingDeclaration } from '../settings/setting-declaration.js';
 
 /** Bumped when the provider/engine contract changes incompatibly. */
 export const ENGINE_SPECIFICATION_VERSION = 'kiln-engine-v1' as const;
@@ -30,6 +31,16 @@ export interface EngineProvider {
    * then hosts every worker of this engine, of every model, on one thread.
    */
   readonly hostThread?: 'per-worker' | 'shared';
+  /**
+   * The `option.*` keys of serving.properties this engine reads (prefix removed). Declared,
+   * another key is a warning naming the closest one; undeclared, keys go unchecked.
+   */
+  readonly options?: readonly SettingDeclaration[];
+  /**
+   * True when every serving.properties key reaches the model's own code (Python mode's
+   * handler gets them as its properties): keys not declared are then not unknown.
+   */
+  readonly passesSettingsToModel?: boolean;
   /** Whether a model folder holding these file names (relative paths) is for this engine. */
   recognizes(fileNames: readonly string[]): boolean;
   /** Loads the engine's runtime. Throws KilnError(ENGINE_UNAVAILABLE) with every place it looked. */

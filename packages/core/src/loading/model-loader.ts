@@ -4,6 +4,9 @@ import type { Engine } from '../engine/engine.js';
 import type { EngineRegistry } from '../engine/engine-registry.js';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import type { Model, ModelLoadRequest } from '../model/model.js';
+import type { SettingsCheck } from '../settings/settings-check.js';
+import { declaredTranslatorArguments } from '../translators/translator-factories.js';
+import { checkModelSettings, settingsRefusal } from './model-settings.js';
 import {
   resolveModelSource,
   stripModelExtension,
@@ -50,6 +53,11 @@ export interface ModelInspection {
   readonly properties: ServingProperties;
   /** The engine named, or the first registered provider that recognises the files. */
   readonly engineName: string | undefined;
+  /**
+   * Keys nothing reads or Kiln does not implement (warnings), and values it cannot honour
+   * (errors: loading the model fails with them).
+   */
+  readonly settings: SettingsCheck;
 }
 
 /**
@@ -87,6 +95,14 @@ export async function resolveModelLoad(
 ): Promise<ResolvedModelLoad> {
   const { url, source, properties, name } = await prepareModel(spec, options);
   const device = url.device ?? options.device ?? properties.loadOnDevices;
+  const engineName =
+    properties.engine ??
+    options.registry?.providers().find((provider) => provider.recognizes(source.files))?.name;
+  const refusal = settingsRefusal(
+    name,
+    checkSettingsOf(properties, source.dir, engineName, options.registry),
+  );
+  if (refusal) throw refusal;
   return {
     request: {
       name,
@@ -95,9 +111,7 @@ export async function resolveModelLoad(
       options: properties.options,
       properties,
     },
-    engineName:
-      properties.engine ??
-      options.registry?.providers().find((provider) => provider.recognizes(source.files))?.name,
+    engineName,
     files: source.files,
     device: typeof device === 'string' || device === undefined ? device : formatDevice(device),
   };
@@ -159,7 +173,25 @@ export async function inspectModelSource(
     archive: source.archive,
     properties,
     engineName,
+    settings: checkSettingsOf(properties, source.dir, engineName, options.registry),
   };
+}
+
+/** The settings check of a model read by `engineName` (when known) among the registry's engines. */
+function checkSettingsOf(
+  properties: ServingProperties,
+  modelDir: string,
+  engineName: string | undefined,
+  registry: EngineRegistry | undefined,
+): SettingsCheck {
+  const providers = registry?.providers() ?? [];
+  const engine = providers.find((p) => p.name.toLowerCase() === engineName?.toLowerCase());
+  return checkModelSettings(properties, {
+    engine,
+    providers,
+    translatorArguments: declaredTranslatorArguments(properties),
+    modelDir,
+  });
 }
 
 interface PreparedModel {

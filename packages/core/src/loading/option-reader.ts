@@ -1,4 +1,5 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
+import type { SettingDeclaration } from '../settings/setting-declaration.js';
 
 /** Largest count an integer option takes unless the engine says otherwise (threads, ids). */
 export const MAX_OPTION_INTEGER = 4096;
@@ -15,9 +16,17 @@ export interface IntegerRange {
  * Reads a model's `option.*` values (serving.properties, prefix removed) the same way for
  * every engine: blank is unset, booleans are true/false (also yes/no, on/off, 1/0), integers
  * and numbers are checked against a range, and a bad value is INVALID_CONFIG naming the key.
+ * Ranges and choices not given come from the engine's declarations of its options.
  */
 export class OptionReader {
-  constructor(private readonly options: Readonly<Record<string, string | undefined>>) {}
+  private readonly declared: ReadonlyMap<string, SettingDeclaration>;
+
+  constructor(
+    private readonly options: Readonly<Record<string, string | undefined>>,
+    declarations: readonly SettingDeclaration[] = [],
+  ) {
+    this.declared = new Map(declarations.map((d) => [d.key, d]));
+  }
 
   /** The trimmed value, or undefined when unset or blank. */
   string(key: string): string | undefined {
@@ -33,11 +42,14 @@ export class OptionReader {
     throw this.invalid(key, 'must be true or false');
   }
 
-  /** An integer within `min` (default 0) and `max` (default MAX_OPTION_INTEGER). */
+  /**
+   * An integer within `min` and `max` (default: as declared, else 0 and MAX_OPTION_INTEGER).
+   */
   integer(key: string, range: IntegerRange = {}): number | undefined {
     const text = this.string(key);
     if (text === undefined) return undefined;
-    const { min = 0, max = MAX_OPTION_INTEGER } = range;
+    const declared = this.declared.get(key);
+    const { min = declared?.min ?? 0, max = declared?.max ?? MAX_OPTION_INTEGER } = range;
     const value = Number(text);
     if (!/^[+-]?\d+$/.test(text) || !Number.isSafeInteger(value) || value < min || value > max)
       throw this.invalid(key, `must be an integer from ${min} to ${max}`);
@@ -53,8 +65,14 @@ export class OptionReader {
     return value;
   }
 
-  /** One of `values`, compared without case; the value as `values` spells it. */
-  oneOf<T extends string>(key: string, values: readonly T[]): T | undefined {
+  /**
+   * One of `values` (default: the declared ones), compared without case; the value as
+   * `values` spells it.
+   */
+  oneOf<T extends string>(
+    key: string,
+    values: readonly T[] = (this.declared.get(key)?.values ?? []) as readonly T[],
+  ): T | undefined {
     const text = this.string(key);
     if (text === undefined) return undefined;
     const found = values.find((v) => v.toLowerCase() === text.toLowerCase());

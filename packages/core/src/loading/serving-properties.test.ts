@@ -7,7 +7,6 @@ import {
   MAX_SERVING_PROPERTIES_BYTES,
   SERVING_DEFAULTS,
   mergeServingProperties,
-  misspelledServingKeys,
   parseServingProperties,
   readServingProperties,
   servingPropertiesFrom,
@@ -203,24 +202,5 @@ describe('readServingProperties', () => {
     await expect(readServingProperties(dir)).rejects.toMatchObject({
       code: KilnErrorCode.InvalidConfig,
     });
-  });
-});
-
-describe('misspelledServingKeys', () => {
-  it('names keys that look like a misspelt setting, with the key meant', () => {
-    expect(
-      misspelledServingKeys({
-        max_workers: '4',
-        batchSize: '2',
-        job_queue_siz: '3',
-        maxWorkers: '2',
-        topK: '5',
-        'option.intraOpNumThreads': '1',
-      }),
-    ).toEqual([
-      { key: 'max_workers', suggestion: 'maxWorkers' },
-      { key: 'batchSize', suggestion: 'batch_size' },
-      { key: 'job_queue_siz', suggestion: 'job_queue_size' },
-    ]);
   });
 });

@@ -1,3 +1,4 @@
+import type { SettingDeclaration } from '../settings/setting-declaration.js';
 import type { Model } from '../model/model.js';
 import type { NDList } from '../tensor/ndlist.js';
 import type { Batchifier } from './batchifier.js';
@@ -24,6 +25,11 @@ export interface Translator<I, O> {
 
 export interface TranslatorFactory<I = unknown, O = unknown> {
   readonly name: string;
+  /**
+   * The serving.properties keys it reads as arguments. Declared, other keys are warnings
+   * naming the closest one; undeclared (plugins), any key may be an argument.
+   */
+  readonly arguments?: readonly SettingDeclaration[];
   newInstance(
     model: Model,
     args: Readonly<Record<string, string>>,

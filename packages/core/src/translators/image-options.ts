@@ -7,6 +7,7 @@ import type {
   Normalization,
   PixelRange,
 } from './image-preprocess.js';
+import type { SettingDeclaration } from '../settings/setting-declaration.js';
 import { TranslatorArguments } from './translator-arguments.js';
 
 export type SoftmaxMode = boolean | 'auto';
@@ -31,6 +32,66 @@ const DEFAULT_SIZE = 224;
 const CROP_FRACTION = 0.875;
 const MAX_SIDE = 8192;
 
+const SIDE = { type: 'integer', min: 1, max: MAX_SIDE } as const;
+
+/** The image classification translator's arguments (serving.properties keys, DJL's names). */
+export const IMAGE_CLASSIFICATION_ARGUMENTS: readonly SettingDeclaration[] = [
+  { key: 'width', ...SIDE, default: `the model's input, else ${DEFAULT_SIZE}`, doc: 'crop width' },
+  {
+    key: 'height',
+    ...SIDE,
+    default: `the model's input, else ${DEFAULT_SIZE}`,
+    doc: 'crop height',
+  },
+  {
+    key: 'resize',
+    ...SIDE,
+    default: 'the longer crop side ÷ 0.875',
+    doc: 'shorter side after resizing, or false for none',
+  },
+  { key: 'centerCrop', type: 'boolean', default: 'true', doc: 'crop the centre' },
+  { key: 'channels', type: 'choice', values: ['RGB', 'BGR'], default: 'RGB', doc: 'order' },
+  { key: 'range', type: 'choice', values: ['0-1', '0-255'], default: '0-1', doc: 'pixel units' },
+  {
+    key: 'normalize',
+    type: 'string',
+    default: 'ImageNet for 0-1 pixels',
+    doc: 'true, false, or mean R,G,B then std R,G,B',
+  },
+  {
+    key: 'layout',
+    type: 'choice',
+    values: ['NCHW', 'NHWC'],
+    default: "the model's input, else NCHW",
+    doc: 'tensor layout',
+  },
+  {
+    key: 'maxResolutionInMP',
+    type: 'integer',
+    min: 1,
+    max: 1000,
+    default: String(DEFAULT_IMAGE_DECODE_LIMITS.maxResolutionInMP),
+    doc: 'largest image decoded, megapixels',
+  },
+  {
+    key: 'maxMemoryUsageInMB',
+    type: 'integer',
+    min: 1,
+    max: 16384,
+    default: String(DEFAULT_IMAGE_DECODE_LIMITS.maxMemoryUsageInMB),
+    doc: 'memory a decode may use',
+  },
+  {
+    key: 'applySoftmax',
+    type: 'choice',
+    values: ['auto', 'true', 'false'],
+    default: 'auto',
+    doc: 'turn outputs into probabilities',
+  },
+  { key: 'topK', type: 'integer', min: 1, max: 100_000, default: '5', doc: 'classes answered' },
+  { key: 'synsetFileName', type: 'file', default: 'synset.txt', doc: 'labels file in the model' },
+];
+
 /**
  * Reads the image classification arguments (serving.properties keys). Size and layout default
  * to what the model's image input declares, so most models need no arguments at all.
@@ -39,21 +100,21 @@ export function imageClassificationOptions(
   args: Readonly<Record<string, string>>,
   input?: TensorDescriptor,
 ): ImageClassificationOptions {
-  const read = new TranslatorArguments(args);
+  const read = new TranslatorArguments(args, IMAGE_CLASSIFICATION_ARGUMENTS);
   const declared = declaredImageShape(input);
-  const layout = read.oneOf<ImageLayout>('layout', ['NCHW', 'NHWC'], declared.layout);
+  const layout = read.oneOf<ImageLayout>('layout', undefined, declared.layout);
   const fromModel: Partial<DeclaredImageShape> = layout === declared.layout ? declared : {};
-  const width = read.int('width', fromModel.width ?? DEFAULT_SIZE, 1, MAX_SIDE);
-  const height = read.int('height', fromModel.height ?? DEFAULT_SIZE, 1, MAX_SIDE);
+  const width = read.int('width', fromModel.width ?? DEFAULT_SIZE);
+  const height = read.int('height', fromModel.height ?? DEFAULT_SIZE);
   const centerCrop = read.boolean('centerCrop', true);
   const resize = readResize(read, width, height, centerCrop);
-  const range = read.oneOf<PixelRange>('range', ['0-1', '0-255'], '0-1');
+  const range = read.oneOf<PixelRange>('range', undefined, '0-1');
   return {
     width,
     height,
     resize,
     centerCrop,
-    channels: read.oneOf('channels', ['RGB', 'BGR'], 'RGB'),
+    channels: read.oneOf<'RGB' | 'BGR'>('channels', undefined, 'RGB'),
     range,
     normalize: readNormalization(read, range),
     layout,
@@ -61,18 +122,14 @@ export function imageClassificationOptions(
       maxResolutionInMP: read.int(
         'maxResolutionInMP',
         DEFAULT_IMAGE_DECODE_LIMITS.maxResolutionInMP,
-        1,
-        1000,
       ),
       maxMemoryUsageInMB: read.int(
         'maxMemoryUsageInMB',
         DEFAULT_IMAGE_DECODE_LIMITS.maxMemoryUsageInMB,
-        1,
-        16384,
       ),
     },
     applySoftmax: readSoftmax(read),
-    topK: read.int('topK', 5, 1, 100_000),
+    topK: read.int('topK', 5),
     synsetFileName: read.string('synsetFileName') ?? 'synset.txt',
   };
 }
@@ -107,12 +164,7 @@ function readResize(
 ): number | false {
   const text = read.string('resize');
   if (text?.toLowerCase() === 'false') return false;
-  const resize = read.int(
-    'resize',
-    Math.round(Math.max(width, height) / CROP_FRACTION),
-    1,
-    MAX_SIDE,
-  );
+  const resize = read.int('resize', Math.round(Math.max(width, height) / CROP_FRACTION));
   // A crop larger than the resized image would have to invent pixels.
   if (centerCrop && resize < Math.max(width, height)) {
     throw read.invalid(
@@ -158,6 +210,6 @@ function scale3(
 }
 
 function readSoftmax(read: TranslatorArguments): SoftmaxMode {
-  const mode = read.oneOf('applySoftmax', ['auto', 'true', 'false'], 'auto');
+  const mode = read.oneOf<'auto' | 'true' | 'false'>('applySoftmax', undefined, 'auto');
   return mode === 'auto' ? 'auto' : mode === 'true';
 }

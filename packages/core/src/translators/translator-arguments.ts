@@ -1,11 +1,20 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
+import type { SettingDeclaration } from '../settings/setting-declaration.js';
 
 /**
  * Typed reads of translator arguments (serving.properties values are strings). A value that
- * does not parse is a configuration error naming the key, never a silent default.
+ * does not parse is a configuration error naming the key, never a silent default. Ranges and
+ * choices not given come from the translator's declarations.
  */
 export class TranslatorArguments {
-  constructor(private readonly args: Readonly<Record<string, string>>) {}
+  private readonly declared: ReadonlyMap<string, SettingDeclaration>;
+
+  constructor(
+    private readonly args: Readonly<Record<string, string>>,
+    declarations: readonly SettingDeclaration[] = [],
+  ) {
+    this.declared = new Map(declarations.map((d) => [d.key, d]));
+  }
 
   /** The trimmed value, or undefined when absent or blank. */
   string(key: string): string | undefined {
@@ -13,7 +22,12 @@ export class TranslatorArguments {
     return value === undefined || value === '' ? undefined : value;
   }
 
-  int(key: string, fallback: number, min: number, max: number): number {
+  int(
+    key: string,
+    fallback: number,
+    min = this.declared.get(key)?.min ?? Number.MIN_SAFE_INTEGER,
+    max = this.declared.get(key)?.max ?? Number.MAX_SAFE_INTEGER,
+  ): number {
     const text = this.string(key);
     if (text === undefined) return fallback;
     const value = Number(text);
@@ -31,7 +45,9 @@ export class TranslatorArguments {
     throw this.invalid(key, 'true or false');
   }
 
-  oneOf<T extends string>(key: string, choices: readonly T[], fallback: T): T {
+  /** One of `choices` (default: the declared values), compared without case. */
+  oneOf<T extends string>(key: string, choices: readonly T[] | undefined, fallback: T): T {
+    choices ??= (this.declared.get(key)?.values ?? []) as readonly T[];
     const text = this.string(key);
     if (text === undefined) return fallback;
     const match = choices.find((c) => c.toLowerCase() === text.toLowerCase());

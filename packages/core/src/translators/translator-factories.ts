@@ -2,7 +2,10 @@ import { KilnError, KilnErrorCode } from '../errors.js';
 import type { Model } from '../model/model.js';
 import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
 import type { Translator, TranslatorFactory } from '../translate/translator.js';
+import type { ServingProperties } from '../loading/serving-properties.js';
+import type { SettingDeclaration } from '../settings/setting-declaration.js';
 import { ImageClassificationTranslator } from './image-classification.js';
+import { IMAGE_CLASSIFICATION_ARGUMENTS } from './image-options.js';
 import { RawTensorTranslator } from './raw-tensors.js';
 import {
   assertTranslator,
@@ -15,6 +18,7 @@ export type ServingTranslatorFactory = TranslatorFactory<ServingInput, ServingOu
 /** Tensors in, tensors out: the default. */
 export class RawTensorTranslatorFactory implements ServingTranslatorFactory {
   readonly name = 'raw';
+  readonly arguments: readonly SettingDeclaration[] = [];
 
   newInstance(): Translator<ServingInput, ServingOutput> {
     return new RawTensorTranslator();
@@ -24,6 +28,7 @@ export class RawTensorTranslatorFactory implements ServingTranslatorFactory {
 /** Images in, top-k classes out. */
 export class ImageClassificationTranslatorFactory implements ServingTranslatorFactory {
   readonly name = 'image-classification';
+  readonly arguments = IMAGE_CLASSIFICATION_ARGUMENTS;
 
   newInstance(
     model: Model,
@@ -58,6 +63,19 @@ export function builtInTranslatorFactoryNames(): string[] {
 export function builtInTranslatorFactory(name: string): ServingTranslatorFactory | undefined {
   const canonical = DJL_ALIASES[name] ?? name;
   return BUILT_IN.find((f) => f.name === canonical);
+}
+
+/**
+ * The arguments of the translator serving.properties picks, as its factory declares them;
+ * undefined when it may read any key (a plugin, a factory Kiln does not know).
+ */
+export function declaredTranslatorArguments(
+  properties: ServingProperties,
+): readonly SettingDeclaration[] | undefined {
+  const name = properties.translatorFactory?.trim();
+  if (name && isTranslatorPluginPath(name)) return undefined;
+  const application = properties.raw.application?.trim().toLowerCase() ?? '';
+  return builtInTranslatorFactory(name || (APPLICATIONS[application] ?? 'raw'))?.arguments;
 }
 
 /**

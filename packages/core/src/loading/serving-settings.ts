@@ -1,0 +1,135 @@
+import type { SettingDeclaration } from '../settings/setting-declaration.js';
+
+const WORKERS = { type: 'integer', min: 0 } as const;
+
+/** serving.properties keys Kiln reads for every model, whatever its engine and translator. */
+export const SERVING_SETTINGS: readonly SettingDeclaration[] = [
+  { key: 'engine', type: 'string', doc: 'engine to load with (OnnxRuntime, PyTorch, …)' },
+  {
+    key: 'translatorFactory',
+    type: 'string',
+    doc: 'built-in translator (raw, image-classification, a DJL class name) or a .js plugin',
+  },
+  {
+    key: 'application',
+    type: 'string',
+    doc: 'picks a built-in translator when none is named (image_classification)',
+  },
+  { key: 'name', type: 'string', doc: "the model's name (default: its file or folder)" },
+  { key: 'model_name', type: 'string', doc: 'the same as name' },
+  { key: 'version', type: 'string', doc: "the model's version" },
+  { key: 'load_on_devices', type: 'string', default: 'cpu', doc: '*, or devices split by ;' },
+  { key: 'job_queue_size', type: 'integer', min: 1, default: '1000', doc: 'requests waiting' },
+  { key: 'batch_size', type: 'integer', min: 1, default: 'adaptive', doc: 'rows per forward' },
+  { key: 'max_batch_delay', type: 'integer', min: 0, default: '100', doc: 'ms to fill a batch' },
+  { key: 'max_idle_time', type: 'integer', min: 0, default: '60', doc: 's before scaling down' },
+  {
+    key: 'placement',
+    type: 'choice',
+    values: ['auto', 'thread', 'inline'],
+    default: 'thread',
+    doc: "where a blocking engine's workers run",
+  },
+  {
+    key: 'inline_forward_limit_us',
+    type: 'integer',
+    min: 0,
+    doc: 'the longest batch placement=auto runs on the main thread',
+  },
+  { key: 'minWorkers', ...WORKERS, doc: 'workers kept running' },
+  { key: 'maxWorkers', ...WORKERS, doc: 'workers at most' },
+  { key: 'cpu.minWorkers', ...WORKERS, doc: 'minWorkers on cpu' },
+  { key: 'cpu.maxWorkers', ...WORKERS, doc: 'maxWorkers on cpu' },
+  { key: 'gpu.minWorkers', ...WORKERS, doc: 'minWorkers per gpu' },
+  { key: 'gpu.maxWorkers', ...WORKERS, doc: 'maxWorkers per gpu' },
+  {
+    key: 'max_response_size',
+    type: 'integer',
+    min: 1,
+    doc: 'bytes one answer may hold; the server writes its max_response_size here (Python mode reads it)',
+  },
+  {
+    key: 'max_worker_rss_mb',
+    type: 'integer',
+    min: 0,
+    doc: 'the server writes its max_worker_rss_mb here (Python mode reads it)',
+  },
+  {
+    key: 'translator',
+    type: 'string',
+    doc: "DJL's translator class; Kiln picks translators with translatorFactory",
+    unsupported: 'name a translator with translatorFactory',
+  },
+  {
+    key: 'log_model_metric',
+    type: 'boolean',
+    doc: "DJL's per-model metric logging",
+    unsupported: 'Kiln reports every model on its metrics listener (/metrics)',
+  },
+  {
+    key: 'log_request_metric',
+    type: 'boolean',
+    doc: "DJL's per-request metric logging",
+    unsupported: 'Kiln reports request metrics on its metrics listener (/metrics)',
+  },
+  {
+    key: 'metrics_aggregation',
+    type: 'integer',
+    doc: "DJL's metric aggregation window",
+    unsupported: 'Kiln exports Prometheus histograms on /metrics',
+  },
+  {
+    key: 'required_memory_mb',
+    type: 'integer',
+    doc: "DJL's memory reservation before a model loads",
+    unsupported: 'Kiln does not reserve memory per model',
+  },
+  {
+    key: 'reserved_memory_mb',
+    type: 'integer',
+    doc: "DJL's memory kept free per device",
+    unsupported: 'Kiln does not reserve memory per model',
+  },
+];
+
+/**
+ * DJL LMI's rolling-batch backends other than its own scheduler. Kiln runs none of them, and
+ * loading the model as a plain one instead would answer something else than asked for.
+ */
+const OTHER_ROLLING_BATCHERS = ['lmi-dist', 'vllm', 'trtllm', 'deepspeed', 'tnx', 'lmi-dist-v2'];
+
+/** `option.*` keys the server reads itself, for any engine (text generation). */
+export const SERVING_OPTION_SETTINGS: readonly SettingDeclaration[] = [
+  {
+    key: 'rolling_batch',
+    type: 'choice',
+    values: ['auto', 'scheduler', 'disable'],
+    default: 'disable',
+    doc: "text generation with Kiln's rolling-batch scheduler (auto and scheduler turn it on)",
+    refuse: (value) =>
+      OTHER_ROLLING_BATCHERS.includes(value.toLowerCase())
+        ? `Kiln has no ${value} backend: use auto or scheduler (Kiln's rolling-batch scheduler on ONNX Runtime), or disable`
+        : undefined,
+  },
+  {
+    key: 'max_rolling_batch_size',
+    type: 'integer',
+    min: 1,
+    default: '32',
+    doc: 'sequences generated at once',
+  },
+  {
+    key: 'max_rolling_batch_prefill_tokens',
+    type: 'integer',
+    min: 1,
+    default: '4096',
+    doc: 'prompt tokens prefilled per step',
+  },
+  {
+    key: 'max_kv_cache_bytes',
+    type: 'integer',
+    min: 1,
+    default: 'batch size × longest sequence',
+    doc: 'key/value cache budget',
+  },
+];
