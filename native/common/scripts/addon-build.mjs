@@ -83,6 +83,26 @@ export function addonBuild({ packageDir, addonFile, label }) {
       return missing;
     },
 
+    /**
+     * The npm packages building from source needs and this install lacks. They are the addon
+     * package's devDependencies: installing the prebuilt addon pulls in no build tools.
+     */
+    missingBuildPackages() {
+      const require = createRequire(join(packageDir, 'package.json'));
+      const lacking = BUILD_PACKAGES.filter((name) => {
+        try {
+          require.resolve(`${name}/package.json`);
+          return false;
+        } catch {
+          return true;
+        }
+      });
+      if (lacking.length === 0) return [];
+      return [
+        `the ${lacking.join(' and ')} package${lacking.length === 1 ? '' : 's'} (npm install --no-save ${BUILD_PACKAGES.join(' ')})`,
+      ];
+    },
+
     /** Whether the built addon is newer than its sources and the shared helpers. */
     upToDate() {
       if (!existsSync(addonPath)) return false;
@@ -147,6 +167,9 @@ export function addonBuild({ packageDir, addonFile, label }) {
     },
   };
 }
+
+/** What building an addon from source needs from npm, beside cmake and a C++ compiler. */
+const BUILD_PACKAGES = ['cmake-js', 'node-addon-api'];
 
 function libc() {
   return process.report?.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl';

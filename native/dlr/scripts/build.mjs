@@ -42,4 +42,5 @@ build.buildFromSource({
   what: 'the DLR addon',
   unavailable: 'the DLR engine will be unavailable',
   packageName: '@kiln/dlr-native',
+  missing: build.missingBuildPackages(),
 });

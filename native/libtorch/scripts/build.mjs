@@ -68,6 +68,18 @@ if (!torch.found) {
 
 if (!force && build.upToDate()) finish(0, `addon is up to date (${addonPath})`);
 
+// The published package carries a prebuilt addon and no build tools (cmake-js and
+// node-addon-api are devDependencies): a build from source asks for them here.
+const missingPackages = build.missingBuildPackages();
+if (missingPackages.length > 0) {
+  const reason = `cannot build the LibTorch addon: missing ${missingPackages.join(' and ')}`;
+  report('skipped', { reason, torchDir: torch.torchDir, source: torch.source });
+  finish(
+    1,
+    `${reason}; the PyTorch engine will be unavailable until \`npm rebuild @kiln/libtorch-native --foreground-scripts\` succeeds`,
+  );
+}
+
 const defines = torch.prefix ? [`--CDCMAKE_PREFIX_PATH=${torch.prefix}`] : [];
 console.log(
   `[kiln-libtorch] building against LibTorch at ${torch.torchDir} (${torch.source}), ${jobs} jobs`,
