@@ -44,16 +44,80 @@ export const UNSUPPORTED_CONFIG_SETTINGS: readonly SettingDeclaration[] = (
   unsupported: why,
 }));
 
-/** Checks a config.properties file's keys: known ones (with their defaults) and the above. */
+type ConfigType = Omit<SettingDeclaration, 'key' | 'default'>;
+
+const URL = { type: 'string', doc: 'listener, http://host:port' } as const;
+const LIST = (doc: string): ConfigType => ({ type: 'list', doc: `${doc}, comma-separated` });
+const COUNT = (min: number, doc: string): ConfigType => ({ type: 'integer', min, doc });
+const SWITCH = (doc: string): ConfigType => ({ type: 'choice', values: ['true', 'false'], doc });
+
+/**
+ * What each config.properties key holds (its default is CONFIG_DEFAULTS'). A key missing here
+ * is still known, read as text; a switch's value must be true or false, never a silent false.
+ */
+const CONFIG_TYPES: Readonly<Record<string, ConfigType>> = {
+  inference_address: URL,
+  management_address: URL,
+  metrics_address: URL,
+  grpc_address: { type: 'string', doc: 'v2 gRPC listener, host:port (blank: off)' },
+  model_store: { type: 'string', doc: 'folder of models' },
+  load_models: LIST('model URLs loaded at start, or ALL'),
+  allowed_urls: LIST('regular expressions a model URL must match'),
+  management_token: { type: 'string', doc: "management API's bearer token" },
+  disable_token_authorization: SWITCH("turn the management API's token check off (loopback)"),
+  key_file: { type: 'string', doc: 'where a generated management key is written' },
+  allowed_hosts: LIST('Host names accepted'),
+  allowed_origins: LIST('cross-origin Origins accepted'),
+  max_connections: COUNT(1, 'open connections per listener'),
+  client_header_timeout: COUNT(1, "ms for a request's headers"),
+  client_body_timeout: COUNT(1, 'ms a client may stay silent sending a body'),
+  max_workers_limit: COUNT(1, 'most workers a model may ask for'),
+  max_request_size: COUNT(1, 'bytes of a request body'),
+  request_timeout: COUNT(1, 'ms to receive a whole request'),
+  predict_timeout: COUNT(1, 'ms from acceptance to answer'),
+  overload_status: { type: 'integer', doc: 'status of overload answers, 503 or 429' },
+  retry_after: COUNT(0, 'Retry-After seconds on overload'),
+  max_archive_size: COUNT(1, 'bytes of a model archive'),
+  model_cache_dir: { type: 'string', doc: 'where archives are extracted' },
+  enable_access_log: SWITCH('write an access log line per request'),
+  event_loop_turn_budget_ms: COUNT(0, 'request work per event-loop turn (0: no bound)'),
+  shutdown_timeout: COUNT(0, 'ms to drain on SIGTERM'),
+  ingress_processes: COUNT(1, 'server processes sharing the listeners'),
+  job_queue_size: COUNT(1, "default of models' job_queue_size"),
+  batch_size: COUNT(1, "default of models' batch_size (blank: adaptive)"),
+  auto_batch_size: COUNT(0, 'most requests an adaptively batched model runs at once'),
+  placement: { type: 'string', doc: "where blocking engines' workers run: auto, thread, inline" },
+  inline_forward_limit_us: COUNT(0, 'the longest batch placement=auto runs inline'),
+  max_batch_delay: COUNT(0, "default of models' max_batch_delay (ms)"),
+  max_idle_time: COUNT(0, "default of models' max_idle_time (s)"),
+  min_workers: COUNT(0, "default of models' minWorkers"),
+  max_workers: COUNT(0, "default of models' maxWorkers"),
+};
+
+/** Every config.properties key: those with defaults (typed above) and the unsupported ones. */
+export function configSettings(
+  defaults: Readonly<Record<string, string>>,
+): readonly SettingDeclaration[] {
+  const known = Object.entries(defaults).map(([key, value]): SettingDeclaration => ({
+    key,
+    ...(CONFIG_TYPES[key] ?? { type: 'string', doc: key }),
+    default: value,
+  }));
+  return [...known, ...UNSUPPORTED_CONFIG_SETTINGS];
+}
+
+/** Checks a config.properties file's keys: unknown and unsupported ones are warnings. */
 export function checkConfigKeys(
   fromFile: Readonly<Record<string, string>>,
   defaults: Readonly<Record<string, string>>,
 ): SettingsCheck {
-  const known: SettingDeclaration[] = Object.entries(defaults).map(([key, value]) => ({
-    key,
-    type: 'string',
-    default: value,
-    doc: key,
-  }));
-  return checkSettings(fromFile, [...known, ...UNSUPPORTED_CONFIG_SETTINGS]);
+  return checkSettings(fromFile, configSettings(defaults));
+}
+
+/** Values in force (file, environment, flags) that are not what their key takes. */
+export function checkConfigValues(
+  raw: Readonly<Record<string, string>>,
+  defaults: Readonly<Record<string, string>>,
+): readonly string[] {
+  return checkSettings(raw, configSettings(defaults)).errors;
 }

@@ -82,6 +82,17 @@ describe('loadServerConfig', () => {
     expect(attempt).toThrow(message);
   });
 
+  it('takes true or false for a switch, in any case, and refuses anything else', () => {
+    const config = loadServerConfig({
+      env: { KILN_DISABLE_TOKEN_AUTHORIZATION: 'TRUE' },
+      overrides: { enable_access_log: ' False' },
+    });
+    expect(config).toMatchObject({ disableTokenAuthorization: true, accessLog: false });
+    expect(() => loadServerConfig({ env: {}, overrides: { enable_access_log: 'no' } })).toThrow(
+      /enable_access_log=no is not one of true, false/,
+    );
+  });
+
   it('warns about unknown keys in the file, naming the closest known key', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kiln-config-'));
     const file = path.join(dir, 'config.properties');

@@ -11,7 +11,7 @@ import {
 } from '@kiln/core';
 import { type Placement, WORKER_POOL_DEFAULTS, parsePlacement } from '@kiln/worker-pool';
 import { parseGrpcAddress } from '../grpc/grpc-address.js';
-import { checkConfigKeys } from './config-settings.js';
+import { checkConfigKeys, checkConfigValues } from './config-settings.js';
 
 /** Everything the server reads from config.properties (and KILN_* environment variables). */
 export interface ServerConfig {
@@ -171,6 +171,8 @@ export function loadServerConfig(options: LoadConfigOptions = {}): ServerConfig 
     const value = options.overrides?.[key] ?? env[envKeyFor(key)] ?? fromFile[key];
     if (value !== undefined) raw[key] = value;
   }
+  const refused = checkConfigValues(raw, CONFIG_DEFAULTS);
+  if (refused.length > 0) throw new KilnError(KilnErrorCode.InvalidConfig, refused.join('; '));
   return fromRaw(raw, options.file ? path.dirname(options.file) : process.cwd());
 }
 
@@ -222,7 +224,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     loadModels: list('load_models'),
     allowedUrls: list('allowed_urls'),
     managementToken: raw.management_token!.trim() || undefined,
-    disableTokenAuthorization: raw.disable_token_authorization === 'true',
+    disableTokenAuthorization: raw.disable_token_authorization!.trim().toLowerCase() === 'true',
     keyFile: raw.key_file!.trim()
       ? path.resolve(baseDir, raw.key_file!.trim())
       : path.join(kilnHome(), 'key_file.json'),
@@ -239,7 +241,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     retryAfterS: int('retry_after'),
     maxArchiveBytes: int('max_archive_size', 1),
     modelCacheDir: raw.model_cache_dir!.trim() || undefined,
-    accessLog: raw.enable_access_log !== 'false',
+    accessLog: raw.enable_access_log!.trim().toLowerCase() !== 'false',
     eventLoopTurnBudgetMs: int('event_loop_turn_budget_ms'),
     shutdownTimeoutMs: int('shutdown_timeout'),
     ingressProcesses: ingressProcesses(int('ingress_processes', 1)),
