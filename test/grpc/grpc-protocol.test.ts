@@ -74,10 +74,13 @@ describe('health and metadata', () => {
   it('answers ServerLive, ServerReady, ServerMetadata and ModelReady', async () => {
     expect(await grpc.call('ServerLive', {})).toEqual({ live: true });
     expect(await grpc.call('ServerReady', {})).toEqual({ ready: true });
-    expect(await grpc.call('ServerMetadata', {})).toMatchObject({
+    const metadata = await grpc.call<{ extensions: string[] }>('ServerMetadata', {});
+    expect(metadata).toMatchObject({
       name: 'kiln',
       extensions: expect.arrayContaining(['binary_tensor_data']),
     });
+    // The repository extension is served over HTTP only, where the management key guards it.
+    expect(metadata.extensions).not.toContain('model_repository');
     expect(await grpc.call('ModelReady', { name: 'addmul', version: '2' })).toEqual({
       ready: true,
     });

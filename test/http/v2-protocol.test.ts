@@ -10,6 +10,7 @@ import {
   startTestServer,
   tempDir,
 } from '../support/server-harness.js';
+import { rawRequest } from '../support/raw-http.js';
 
 let store: ModelStore;
 let t: TestServer;
@@ -288,5 +289,188 @@ describe('POST /v2/models/{model}/infer', () => {
     const { status, body } = await jsonOf(await infer('nope', addMulRequest));
     expect(status).toBe(404);
     expect(body).toEqual({ error: 'model nope not found' });
+  });
+});
+
+describe('model repository extension', () => {
+  let repo: TestServer;
+  let repoStore: string;
+
+  beforeAll(async () => {
+    // A store of its own: the tests load, unload and break models in it.
+    repoStore = path.join(root, 'repository');
+    fs.cpSync(store.iris, path.join(repoStore, 'iris'), { recursive: true });
+    fs.cpSync(store.addMul, path.join(repoStore, 'addmul'), { recursive: true });
+    fs.mkdirSync(path.join(repoStore, 'broken'));
+    fs.writeFileSync(path.join(repoStore, 'broken', 'model.onnx'), 'not an onnx file');
+    repo = await startTestServer({
+      config: { model_store: repoStore },
+      models: [`addmul=${path.join(repoStore, 'addmul')}`],
+    });
+    await repo.settled();
+  });
+
+  afterAll(async () => {
+    await repo?.stop();
+  });
+
+  const repository = (route: string, body?: unknown, headers: Record<string, string> = {}) =>
+    fetch(`${repo.inference}/v2/repository${route}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${repo.token}`, ...headers },
+      ...(body === undefined
+        ? {}
+        : { body: typeof body === 'string' ? body : JSON.stringify(body) }),
+    });
+  const index = async () =>
+    (await jsonOf(await repository('/index'))).body as {
+      name: string;
+      version: string;
+      state: string;
+      reason: string;
+    }[];
+  const irisInfer = () =>
+    fetch(`${repo.inference}/v2/models/iris/infer`, {
+      method: 'POST',
+      body: JSON.stringify({
+        inputs: [{ name: 'features', shape: [1, 4], datatype: 'FP32', data: [5.1, 3.5, 1.4, 0.2] }],
+      }),
+    });
+
+  it('is advertised by GET /v2 where it is served', async () => {
+    const { body } = await jsonOf(await fetch(`${repo.inference}/v2`));
+    expect((body as { extensions: string[] }).extensions).toContain('model_repository');
+  });
+
+  it('refuses clients without the management key, and hostile pages with it, in JSON', async () => {
+    for (const headers of [{ authorization: '' }, { authorization: 'Bearer wrong' }]) {
+      const {
+        status,
+        body,
+        headers: answer,
+      } = await jsonOf(await repository('/index', undefined, headers));
+      expect(status).toBe(401);
+      expect(answer.get('www-authenticate')).toBe('Bearer');
+      expect((body as { error: string }).error).toMatch(/bearer token/);
+      expectCleanError(body);
+    }
+    const unloaded = await jsonOf(
+      await repository('/models/addmul/unload', undefined, { authorization: '' }),
+    );
+    expect(unloaded.status).toBe(401);
+    // A page elsewhere that learned the key still cannot use it from a browser…
+    const crossSite = await jsonOf(
+      await repository('/models/iris/load', undefined, { origin: 'http://evil.example' }),
+    );
+    expect(crossSite.status).toBe(403);
+    expect((crossSite.body as { error: string }).error).toMatch(/cross-origin/);
+    // …nor through a host name rebound to this machine.
+    const rebound = await rawRequest(
+      repo.inference,
+      `POST /v2/repository/index HTTP/1.1\r\nHost: evil.example\r\nAuthorization: Bearer ${repo.token}\r\nContent-Length: 0\r\n\r\n`,
+    );
+    expect(rebound.status).toBe(403);
+    expect(JSON.parse(rebound.body)).toMatchObject({ error: expect.any(String) });
+    // Nothing was loaded by any of them.
+    expect(repo.server.models.has('iris')).toBe(false);
+  });
+
+  it('indexes the models served and those the store holds, with their state', async () => {
+    const listed = await index();
+    expect(listed).toEqual([
+      { name: 'addmul', version: '', state: 'READY', reason: '' },
+      { name: 'broken', version: '', state: 'UNAVAILABLE', reason: 'not loaded' },
+      { name: 'iris', version: '', state: 'UNAVAILABLE', reason: 'not loaded' },
+    ]);
+    const ready = await jsonOf(await repository('/index', { ready: true }));
+    expect(ready.body).toEqual([{ name: 'addmul', version: '', state: 'READY', reason: '' }]);
+  });
+
+  it('loads a store model by name with parameters, then unloads it', async () => {
+    expect((await irisInfer()).status).toBe(404);
+    const loaded = await jsonOf(
+      await repository('/models/iris/load', { parameters: { batch_size: '2', max_worker: 1 } }),
+    );
+    expect(loaded).toMatchObject({ status: 200, body: { name: 'iris', state: 'READY' } });
+    expect(await index()).toContainEqual({ name: 'iris', version: '', state: 'READY', reason: '' });
+    expect(repo.server.models.describe('iris')[0]).toMatchObject({ batchSize: 2 });
+    expect((await irisInfer()).status).toBe(200);
+    // Loading a loaded model reloads it, from the store's files as they are.
+    expect((await repository('/models/iris/load')).status).toBe(200);
+    expect((await irisInfer()).status).toBe(200);
+
+    const unloaded = await jsonOf(await repository('/models/iris/unload', {}));
+    expect(unloaded).toMatchObject({ status: 200, body: { name: 'iris' } });
+    expect(await index()).toContainEqual({
+      name: 'iris',
+      version: '',
+      state: 'UNAVAILABLE',
+      reason: 'not loaded',
+    });
+    expect((await irisInfer()).status).toBe(404);
+    expect((await jsonOf(await fetch(`${repo.inference}/v2/models/iris`))).status).toBe(404);
+  });
+
+  it('answers 404 in JSON for models it does not know', async () => {
+    for (const route of ['/models/nope/load', '/models/nope/unload']) {
+      const { status, body } = await jsonOf(await repository(route));
+      expect(status, route).toBe(404);
+      expect((body as { error: string }).error).toMatch(/model nope/);
+      expectCleanError(body);
+    }
+  });
+
+  it('refuses malformed requests with 400, and names, parameters it cannot take', async () => {
+    const cases: [string, unknown, RegExp][] = [
+      ['/index', 'not json', /not valid JSON/],
+      ['/index', { ready: 'yes' }, /ready/],
+      ['/models/iris/load', { parameters: { config: '{}' } }, /config is not supported/],
+      ['/models/iris/load', { parameters: { 'file:1/model.onnx': 'AAAA' } }, /not supported/],
+      ['/models/iris/load', { parameters: { min_workers: 1 } }, /unknown load parameter/],
+      ['/models/iris/load', { parameters: { batch_size: 0 } }, /batch_size/],
+      ['/models/iris/load', { parameters: [] }, /parameters/],
+      ['/models/a%2Fb/load', undefined, /model name/],
+    ];
+    for (const [route, body, message] of cases) {
+      const answer = await jsonOf(await repository(route, body));
+      expect(answer.status, `${route} ${JSON.stringify(body)}`).toBe(400);
+      expect((answer.body as { error: string }).error).toMatch(message);
+    }
+    expect(repo.server.models.has('iris')).toBe(false);
+  });
+
+  it('reports a store model that fails to load as UNAVAILABLE with the reason, no paths', async () => {
+    const failed = await jsonOf(await repository('/models/broken/load'));
+    expect(failed.status).toBe(500);
+    expectCleanError(failed.body);
+    const broken = (await index()).find((m) => m.name === 'broken')!;
+    expect(broken).toMatchObject({ state: 'UNAVAILABLE', reason: expect.any(String) });
+    expect(broken.reason).not.toBe('not loaded');
+    expect(JSON.stringify(failed.body) + broken.reason).not.toContain(repoStore);
+    expect((await repository('/models/broken/unload')).status).toBe(200);
+  });
+
+  it('is not served, nor advertised, where nothing could guard it', async () => {
+    // Token authorization off and the inference listener reachable from the network.
+    const open = await startTestServer({
+      config: {
+        disable_token_authorization: 'true',
+        inference_address: 'http://0.0.0.0:0',
+        model_store: repoStore,
+      },
+    });
+    try {
+      const port = new URL(open.inference).port;
+      const local = `http://127.0.0.1:${port}`;
+      const { body } = await jsonOf(await fetch(`${local}/v2`));
+      expect((body as { extensions: string[] }).extensions).not.toContain('model_repository');
+      const { status } = await jsonOf(
+        await fetch(`${local}/v2/repository/models/iris/load`, { method: 'POST' }),
+      );
+      expect(status).toBe(404);
+      expect(open.server.models.has('iris')).toBe(false);
+    } finally {
+      await open.stop();
+    }
   });
 });

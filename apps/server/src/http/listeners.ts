@@ -14,10 +14,12 @@ import type { ListenerInfo } from '../kiln-server.js';
 import { inferenceRoutes } from '../routes/inference-routes.js';
 import { managementRoutes } from '../routes/management-routes.js';
 import type { ServerContext } from '../routes/server-context.js';
+import { v2RepositoryRoutes } from '../routes/v2-repository-routes.js';
 import { v2Routes } from '../routes/v2-routes.js';
 import { type HostPolicy, checkHostAndOrigin, hostPolicy } from '../security/host-origin.js';
 import { createGuardedServer } from '../security/listener-guard.js';
 import type { ManagementKey } from '../security/management-key.js';
+import { repositoryAccess } from '../security/repository-access.js';
 import { requireToken } from '../security/token-auth.js';
 import { SERVER_VERSION } from '../version.js';
 import { accessLog } from './access-log.js';
@@ -63,11 +65,13 @@ export async function openListeners(
   if (turnBudget) inference.use(turnBudgetMiddleware(turnBudget, isHealthCheck));
   const inferenceMeta = new Router();
   inferenceMeta.get('/openapi.json', (ctx) => (ctx.body = inferenceOpenApi(SERVER_VERSION)));
+  const repository = repositoryAccess(config.inferenceAddress, managementKey);
   for (const router of [
     inferenceMeta,
     generationRoutes(server),
     inferenceRoutes(server),
-    v2Routes(server),
+    v2Routes(server, { repository: repository !== undefined }),
+    ...(repository ? [v2RepositoryRoutes(server, repository)] : []),
   ])
     inference.use(router.routes()).use(router.allowedMethods());
 

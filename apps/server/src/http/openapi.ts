@@ -49,6 +49,17 @@ const v2Ready = {
   responses: { '200': { description: 'ready' }, '503': { description: 'not ready' } },
 };
 
+/** The repository extension: the management key as bearer token. */
+const v2Repository = {
+  security: [{ managementKey: [] }],
+  responses: {
+    '200': { description: '{name, state}' },
+    '401': { description: 'No valid management key', ...json(errorBody) },
+    '403': { description: 'Host or Origin not accepted', ...json(errorBody) },
+    ...errors,
+  },
+};
+
 export function inferenceOpenApi(serverVersion: string): object {
   return {
     openapi: '3.1.0',
@@ -113,8 +124,27 @@ export function inferenceOpenApi(serverVersion: string): object {
       '/v2/models/{model}/versions/{version}/infer': {
         post: { ...v2Infer, parameters: [model, version] },
       },
+      '/v2/repository/index': {
+        post: {
+          ...v2Repository,
+          summary: 'Models served and those the model store holds, with their state',
+          responses: { '200': { description: '[{name, version, state, reason}]' }, ...errors },
+        },
+      },
+      '/v2/repository/models/{model}/load': {
+        post: {
+          ...v2Repository,
+          summary:
+            'Load (or reload) a model from the model store; parameters: engine, batch_size, max_batch_delay, min_worker, max_worker, job_queue_size',
+          parameters: [model],
+        },
+      },
+      '/v2/repository/models/{model}/unload': {
+        post: { ...v2Repository, summary: 'Unload every version of a model', parameters: [model] },
+      },
     },
     components: {
+      securitySchemes: { managementKey: { type: 'http', scheme: 'bearer' } },
       schemas: {
         Error: {
           type: 'object',

@@ -1,9 +1,9 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { KilnError, KilnErrorCode, formatModelUrl, parseModelUrl } from '@kiln/core';
+import { KilnError, KilnErrorCode } from '@kiln/core';
 import type { ModelDescription } from '../models/model-entry.js';
 import { publicModelUrl, redactPathsDeep } from '../security/redact-paths.js';
-import { checkModelLocation } from '../security/url-allowlist.js';
+import { registerClientModel } from './client-registration.js';
 import type { ServerContext } from './server-context.js';
 
 /** TorchServe / DJL Serving's management API. */
@@ -12,18 +12,11 @@ export function managementRoutes(server: ServerContext): Router {
 
   router.post('/models', async (ctx) => {
     const url = requiredQuery(ctx, 'url');
-    const parsed = parseModelUrl(url);
-    const location = checkModelLocation(parsed.url, {
-      modelStore: server.config.modelStore,
-      allowedUrls: server.config.allowedUrls,
-    });
     const synchronous = flag(ctx, 'synchronous', true);
-    const { name } = await server.manage({
-      kind: 'register',
-      request: {
-        // The checked location, so that relative store paths and links resolve as they were checked.
-        url: formatModelUrl({ ...parsed, url: location.path }),
-        root: location.root,
+    const { name } = await registerClientModel(
+      server,
+      url,
+      {
         ...optional('name', text(ctx, 'model_name')),
         ...optional('version', text(ctx, 'model_version')),
         ...optional('engine', text(ctx, 'engine')),
@@ -34,7 +27,7 @@ export function managementRoutes(server: ServerContext): Router {
         ...optional('jobQueueSize', int(ctx, 'job_queue_size', 1)),
       },
       synchronous,
-    });
+    );
     ctx.status = synchronous ? 200 : 202;
     ctx.body = {
       status: synchronous

@@ -10,8 +10,11 @@ const PLATFORMS: Record<string, string> = {
   DLR: 'tvm_dlr',
 };
 
-/** Protocol extensions Kiln implements. */
-export const V2_EXTENSIONS = ['binary_tensor_data', 'model_repository'] as const;
+/** Protocol extensions every v2 listener (HTTP and gRPC) implements. */
+export const V2_EXTENSIONS = ['binary_tensor_data'] as const;
+
+/** The repository extension: HTTP only, where the management key can guard it. */
+export const MODEL_REPOSITORY_EXTENSION = 'model_repository';
 
 /** What the model does not declare (TorchScript inputs) is left out. */
 export interface V2TensorMetadata {

@@ -4,11 +4,20 @@ import { KilnError, KilnErrorCode, V2_BINARY_HEADER } from '@kiln/core';
 import type { ModelEntry } from '../models/model-entry.js';
 import { readBody } from '../http/read-body.js';
 import { answerUnlessGone, writeServingOutput } from '../http/serving-request.js';
-import { V2_EXTENSIONS, modelMetadata, modelReady, serverReady } from './v2-metadata.js';
+import {
+  MODEL_REPOSITORY_EXTENSION,
+  V2_EXTENSIONS,
+  modelMetadata,
+  modelReady,
+  serverReady,
+} from './v2-metadata.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
-/** The Open Inference Protocol (KServe v2) as Triton serves it. */
-export function v2Routes(server: ServerContext): Router {
+/**
+ * The Open Inference Protocol (KServe v2) as Triton serves it. `repository`: whether this
+ * listener serves the model repository extension too (v2RepositoryRoutes), to advertise it.
+ */
+export function v2Routes(server: ServerContext, options: { repository: boolean }): Router {
   const router = new Router({ prefix: '/v2' });
   router.use(async (ctx, next) => {
     ctx.state.errorStyle = 'v2';
@@ -19,7 +28,9 @@ export function v2Routes(server: ServerContext): Router {
     ctx.body = {
       name: 'kiln',
       version: server.version,
-      extensions: [...V2_EXTENSIONS],
+      extensions: options.repository
+        ? [...V2_EXTENSIONS, MODEL_REPOSITORY_EXTENSION]
+        : [...V2_EXTENSIONS],
     };
   });
   router.get('/health/live', (ctx) => {

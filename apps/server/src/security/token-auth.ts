@@ -11,14 +11,14 @@ export function bearerMatches(authorization: string | undefined, token: string):
   return given !== undefined && timingSafeEqual(digest(given), digest(token));
 }
 
-/** Requires `Authorization: Bearer <token>`. */
-export function requireToken(token: string): Middleware {
+/** Requires `Authorization: Bearer <token>`; `what` names what the token guards. */
+export function requireToken(token: string, what = 'management API'): Middleware {
   return async (ctx, next) => {
     if (!bearerMatches(ctx.get('authorization') || undefined, token)) {
       ctx.set('WWW-Authenticate', 'Bearer');
       throw new KilnError(
         KilnErrorCode.Unauthorized,
-        'management API requires a valid bearer token (see the key file printed at start)',
+        `${what} requires a valid bearer token (see the key file printed at start)`,
       );
     }
     await next();
