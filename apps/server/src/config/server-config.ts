@@ -46,6 +46,16 @@ export interface ServerConfig {
   readonly maxWorkersLimit: number;
   /** Bytes; larger bodies get 413 without being buffered. */
   readonly maxRequestSize: number;
+  /**
+   * Bytes one request's answer may hold (`max_response_size`, default 4 × max_request_size);
+   * Python-mode models refuse a larger answer with 507 before it reaches the server's memory.
+   */
+  readonly maxResponseSize: number;
+  /**
+   * `max_worker_rss_mb`: a Python-mode worker whose resident memory passes it is replaced after
+   * its call (undefined: no limit). A model's option.max_worker_rss_mb overrides it.
+   */
+  readonly maxWorkerRssMb: number | undefined;
   /** Whole-request limit, ms (408 when exceeded while reading the body). */
   readonly requestTimeoutMs: number;
   /** Per-prediction limit from acceptance to answer, ms (a job past it never runs). */
@@ -111,6 +121,8 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   client_body_timeout: '30000',
   max_workers_limit: String(Math.max(64, 2 * os.availableParallelism())),
   max_request_size: String(64 * 1024 * 1024),
+  max_response_size: '',
+  max_worker_rss_mb: '',
   request_timeout: '120000',
   predict_timeout: '60000',
   overload_status: '503',
@@ -235,6 +247,8 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     clientBodyTimeoutMs: int('client_body_timeout', 1),
     maxWorkersLimit: workersLimit,
     maxRequestSize: int('max_request_size', 1),
+    maxResponseSize: optionalInt('max_response_size', 1) ?? 4 * int('max_request_size', 1),
+    maxWorkerRssMb: optionalInt('max_worker_rss_mb', 1),
     requestTimeoutMs: int('request_timeout', 1),
     predictTimeoutMs: int('predict_timeout', 1),
     overloadStatus: overload,

@@ -25,6 +25,9 @@ import type { EngineCatalog } from './engine-catalog.js';
 import { type ModelEntry, describeEntry, type ModelDescription } from './model-entry.js';
 import { watchPool } from './pool-metrics.js';
 
+/** serving.properties' `engine=` of Python mode (the engine is an optional package). */
+const PYTHON_ENGINE = 'Python';
+
 export interface RegisterRequest {
   /** DJL model URL: `[name[:version[:engine[:device]]]]=url`. */
   readonly url: string;
@@ -398,7 +401,7 @@ export class ModelManager {
         model: {
           url: request.url,
           engines: this.engines.modules,
-          overrides: this.overrides(request),
+          overrides: { ...this.overrides(request), ...this.pythonLimits(entry.engineName) },
           ...this.sourceOptions(),
         },
         settings,
@@ -438,6 +441,20 @@ export class ModelManager {
     const overrides: Record<string, string> = {};
     if (request.engine) overrides.engine = request.engine;
     return overrides;
+  }
+
+  /**
+   * Server-wide limits of Python-mode workers, written among the model's properties, where the
+   * engine reads them unless the model's own option.* keys say otherwise. No other engine
+   * reads them, so other models' properties stay as their files have them.
+   */
+  private pythonLimits(engineName: string | undefined): Record<string, string> {
+    if (engineName !== PYTHON_ENGINE) return {};
+    const { maxResponseSize, maxWorkerRssMb } = this.config;
+    return {
+      max_response_size: String(maxResponseSize),
+      ...(maxWorkerRssMb === undefined ? {} : { max_worker_rss_mb: String(maxWorkerRssMb) }),
+    };
   }
 
   private sourceOptions(): { cacheDir?: string; maxArchiveBytes: number } {
