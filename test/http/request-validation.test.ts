@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import OpenAI, { APIError, BadRequestError, NotFoundError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultCharVocab, gptDecoderModel, tinyModel } from '@kiln/model-tools';
 import {
@@ -271,5 +272,71 @@ describe('v2 parameters must be JSON objects', () => {
       }),
     );
     expect(served.status).toBe(200);
+  });
+});
+
+describe('the official openai client', () => {
+  const client = () =>
+    new OpenAI({ baseURL: `${t.inference}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+  /** The error the client throws for a request that must fail. */
+  async function clientError(call: Promise<unknown>): Promise<APIError> {
+    const error = await call.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(APIError);
+    return error as APIError;
+  }
+
+  it('shows the status, message, param and code of Kiln’s errors', async () => {
+    const unknown = await clientError(
+      client().completions.create({ model: 'nope', prompt: 'Hi', max_tokens: 2 }),
+    );
+    expect(unknown).toBeInstanceOf(NotFoundError);
+    expect(unknown).toMatchObject({ status: 404, param: 'model', code: 'model_not_found' });
+    expect(unknown.message).toMatch(/^404 .*nope/);
+    expect(unknown.message).not.toMatch(/no body/);
+
+    const tokens = await clientError(
+      client().completions.create({ model: 'gpt', prompt: 'Hi', max_tokens: -1 }),
+    );
+    expect(tokens).toBeInstanceOf(BadRequestError);
+    expect(tokens).toMatchObject({ status: 400, param: 'max_tokens' });
+    expect(tokens.message).not.toMatch(/max_new_tokens/);
+
+    const echo = await clientError(
+      client().completions.create({ model: 'gpt', prompt: 'Hi', max_tokens: 2, echo: true }),
+    );
+    expect(echo).toMatchObject({ status: 400, param: 'echo', code: 'unsupported_parameter' });
+
+    const tools = await clientError(
+      client().chat.completions.create({
+        model: 'gpt',
+        messages: [{ role: 'user', content: 'Hi' }],
+        tools: [{ type: 'function', function: { name: 'f', parameters: {} } }],
+      }),
+    );
+    expect(tools).toMatchObject({ status: 400, param: 'tools', code: 'unsupported_parameter' });
+  });
+
+  it('gets a completion, plain and streamed, with the same greedy text', async () => {
+    const plain = await client().completions.create({
+      model: 'gpt',
+      prompt: 'Hello',
+      max_tokens: 6,
+      temperature: 0,
+    });
+    const streamed = await client().completions.create({
+      model: 'gpt',
+      prompt: 'Hello',
+      max_tokens: 6,
+      temperature: 0,
+      stream: true,
+    });
+    let text = '';
+    for await (const chunk of streamed) text += chunk.choices[0]?.text ?? '';
+    expect(plain.choices[0]!.text).toHaveLength(6);
+    expect(text).toBe(plain.choices[0]!.text);
   });
 });
