@@ -32,8 +32,12 @@ export interface GenerationRequest {
   readonly isStop?: (generated: readonly number[]) => boolean;
   /** Aborting removes the sequence at the next step and frees its slot. */
   readonly signal?: AbortSignal;
-  /** Called with each new token as soon as it is chosen. */
-  readonly onToken?: (token: number, index: number) => void;
+  /**
+   * Called with each new token as soon as it is chosen. A promise (its text decoded on another
+   * thread) holds the sequence's next step, and `isStop`, until it settles; a rejected one
+   * fails the sequence.
+   */
+  readonly onToken?: (token: number, index: number) => unknown;
 }
 
 export type FinishReason = 'length' | 'stop' | 'eos' | 'cancelled';
@@ -239,6 +243,7 @@ export class RollingScheduler<S = unknown> {
         continue;
       }
       this.steps++;
+      const tokensHandled: Promise<void>[] = [];
       entries.forEach(({ sequence, entry }, i) => {
         if (sequence.state === undefined) return; // retired while the step ran
         if (
@@ -248,11 +253,13 @@ export class RollingScheduler<S = unknown> {
           sequence.fed += entry.tokens.length;
           if (sequence.fed < sequence.request.promptTokens.length) return;
         }
-        this.emit(sequence, logits[i]!);
+        const handled = this.emit(sequence, logits[i]!);
+        if (handled) tokensHandled.push(handled);
       });
       const ms = this.clock.now() - started;
       for (const listener of this.stepListeners)
         listener({ sequences: entries.length, prefillTokens, ms });
+      if (tokensHandled.length > 0) await Promise.all(tokensHandled);
     }
   }
 
@@ -301,10 +308,14 @@ export class RollingScheduler<S = unknown> {
     return { entries, prefillTokens: this.maxPrefillTokens - budget };
   }
 
-  private emit(sequence: Sequence<S>, logits: Float32Array): void {
+  /** A promise when the token's `onToken` answered one: the sequence may end once it settles. */
+  private emit(sequence: Sequence<S>, logits: Float32Array): Promise<void> | undefined {
     const token = sequence.sampler.next(logits, sequence.history);
     const { request } = sequence;
-    if (token === request.eosTokenId) return this.retire(sequence, 'eos');
+    if (token === request.eosTokenId) {
+      this.retire(sequence, 'eos');
+      return undefined;
+    }
     const now = this.clock.now();
     if (sequence.lastTokenAt === undefined) sequence.firstTokenMs = now - sequence.submittedAt;
     else sequence.interTokenMs.push(now - sequence.lastTokenAt);
@@ -312,9 +323,23 @@ export class RollingScheduler<S = unknown> {
     sequence.generated.push(token);
     sequence.history.push(token);
     this.tokensGenerated++;
-    request.onToken?.(token, sequence.generated.length - 1);
-    if (request.isStop?.(sequence.generated)) this.retire(sequence, 'stop');
-    else if (sequence.generated.length >= request.maxNewTokens) this.retire(sequence, 'length');
+    const handling = request.onToken?.(token, sequence.generated.length - 1);
+    if (!(handling instanceof Promise)) return this.endIfDone(sequence);
+    return handling.then(
+      () => this.endIfDone(sequence),
+      (error: unknown) => {
+        if (sequence.state !== undefined) this.retire(sequence, undefined, error);
+      },
+    );
+  }
+
+  /** Retires a sequence that its last token ended: a stop string, or its length. */
+  private endIfDone(sequence: Sequence<S>): undefined {
+    if (sequence.state === undefined) return undefined; // closed while its token was handled
+    const { request, generated } = sequence;
+    if (request.isStop?.(generated)) this.retire(sequence, 'stop');
+    else if (generated.length >= request.maxNewTokens) this.retire(sequence, 'length');
+    return undefined;
   }
 
   private retire(sequence: Sequence<S>, reason: FinishReason | undefined, error?: unknown): void {

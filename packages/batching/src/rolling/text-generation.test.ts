@@ -32,6 +32,56 @@ describe('generateText', () => {
     expect(stopped.finishReason).toBe('stop');
   });
 
+  it('answers the same with a tokenizer that answers later (on a thread of its own)', async () => {
+    const later = <T>(value: () => T) =>
+      new Promise<T>((resolve, reject) =>
+        setTimeout(() => {
+          try {
+            resolve(value());
+          } catch (error) {
+            reject(error as Error);
+          }
+        }, 1),
+      );
+    const threaded = {
+      eosTokenId: tokenizer.eosTokenId,
+      encode: (text: string) => later(() => tokenizer.encode(text)),
+      decode: (tokens: readonly number[]) => later(() => tokenizer.decode(tokens)),
+    };
+    const scheduler = new RollingScheduler(new HashDecoder(vocab.length));
+    const parameters = parseGenerationParameters({ max_new_tokens: 40 });
+    const free = await generateText(scheduler, tokenizer, 'hello', parameters);
+    const stop = free.text.slice(2, 4);
+    const stopping = parseGenerationParameters({ max_new_tokens: 40, stop: [stop] });
+    const stopped = await generateText(scheduler, tokenizer, 'hello', stopping);
+    // Side by side, so that one step holds both sequences' tokens while they are decoded.
+    const pieces: string[] = [];
+    const [freeLater, stoppedLater] = await Promise.all([
+      generateText(scheduler, threaded, 'hello', parameters),
+      generateText(scheduler, threaded, 'hello', stopping, { onText: (t) => pieces.push(t) }),
+    ]);
+    expect(freeLater).toMatchObject({
+      text: free.text,
+      tokens: free.tokens,
+      finishReason: free.finishReason,
+    });
+    // The stop string ends the sequence at the same token: none is generated past it.
+    expect(stoppedLater).toMatchObject({
+      text: stopped.text,
+      tokens: stopped.tokens,
+      finishReason: 'stop',
+    });
+    expect(pieces.join('')).toBe(stopped.text);
+    await expect(generateText(scheduler, threaded, 'HELLO', parameters)).rejects.toThrow(
+      /"H" is not in the model's vocabulary/,
+    );
+    const failing = { ...threaded, decode: () => Promise.reject(new Error('thread gone')) };
+    await expect(generateText(scheduler, failing, 'hello', parameters)).rejects.toThrow(
+      /thread gone/,
+    );
+    expect(scheduler.stats()).toMatchObject({ active: 0, cacheTokensReserved: 0 });
+  });
+
   it('refuses text outside the vocabulary and bad parameters with INVALID_INPUT', async () => {
     const scheduler = new RollingScheduler(new HashDecoder(vocab.length));
     await expect(

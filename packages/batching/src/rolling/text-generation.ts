@@ -1,5 +1,17 @@
-import { type GenerationParameters, StopText, type TextTokenizer } from '@kiln/core';
+import { type GenerationParameters, StopText } from '@kiln/core';
 import type { FinishReason, GenerationResult, RollingScheduler } from './rolling-scheduler.js';
+
+/**
+ * What text generation needs of a tokenizer (a @kiln/core TextTokenizer is one). Either call
+ * may answer later: a server tokenizes on a thread of its own, so that a long prompt never
+ * holds its event loop.
+ */
+export interface GenerationTokenizer {
+  readonly eosTokenId: number | undefined;
+  encode(text: string): readonly number[] | Promise<readonly number[]>;
+  /** Called with one generated token at a time, in order. */
+  decode(tokens: readonly number[]): string | Promise<string>;
+}
 
 export interface TextGenerationOptions {
   /** Aborting (e.g. the client went away) frees the sequence's slot at the next step. */
@@ -21,22 +33,27 @@ export interface TextGenerationResult extends Omit<GenerationResult, 'tokens'> {
  */
 export async function generateText(
   scheduler: RollingScheduler<unknown>,
-  tokenizer: TextTokenizer,
+  tokenizer: GenerationTokenizer,
   prompt: string,
   parameters: GenerationParameters,
   options: TextGenerationOptions = {},
 ): Promise<TextGenerationResult> {
   const stopText = new StopText(parameters.stop);
+  const show = (text: string, token: number) => {
+    const shown = stopText.push(text);
+    if (shown) options.onText?.(shown, token);
+  };
   const result = await scheduler.generate({
-    promptTokens: tokenizer.encode(prompt),
+    promptTokens: await tokenizer.encode(prompt),
     maxNewTokens: parameters.maxNewTokens,
     sampling: parameters,
     ...(tokenizer.eosTokenId === undefined ? {} : { eosTokenId: tokenizer.eosTokenId }),
     ...(options.signal ? { signal: options.signal } : {}),
     isStop: () => stopText.stopped,
     onToken: (token) => {
-      const shown = stopText.push(tokenizer.decode([token]));
-      if (shown) options.onText?.(shown, token);
+      const text = tokenizer.decode([token]);
+      if (typeof text === 'string') return show(text, token);
+      return text.then((later) => show(later, token));
     },
   });
   if (!stopText.stopped) {
