@@ -73,6 +73,7 @@ const CONFIG_TYPES: Readonly<Record<string, ConfigType>> = {
   client_body_timeout: COUNT(1, 'ms a client may stay silent sending a body'),
   max_workers_limit: COUNT(1, 'most workers a model may ask for'),
   max_request_size: COUNT(1, 'bytes of a request body'),
+  max_prompt_bytes: COUNT(1, 'UTF-8 bytes of a text-generation prompt'),
   request_timeout: COUNT(1, 'ms to receive a whole request'),
   predict_timeout: COUNT(1, 'ms from acceptance to answer'),
   overload_status: { type: 'integer', doc: 'status of overload answers, 503 or 429' },

@@ -74,6 +74,7 @@ describe('loadServerConfig', () => {
     [{ overload_status: '500' }, /503 or 429/],
     [{ batch_size: '0' }, /batch_size/],
     [{ max_request_size: 'lots' }, /max_request_size/],
+    [{ max_prompt_bytes: '0' }, /max_prompt_bytes/],
     [{ inference_address: 'https://0.0.0.0:8443' }, /only http/],
     [{ metrics_address: 'not a url' }, /not a URL/],
   ])('refuses %o with INVALID_CONFIG', (overrides, message) => {

@@ -47,6 +47,12 @@ export interface ServerConfig {
   /** Bytes; larger bodies get 413 without being buffered. */
   readonly maxRequestSize: number;
   /**
+   * `max_prompt_bytes`: the longest text-generation prompt in UTF-8 bytes (a chat's rendered
+   * messages); longer ones get 413 before they are tokenized. A generation request's body may
+   * take 6 bytes per prompt byte (JSON escapes) + 64 KiB, never more than max_request_size.
+   */
+  readonly maxPromptBytes: number;
+  /**
    * Bytes one request's answer may hold (`max_response_size`, default 4 × max_request_size);
    * Python-mode models refuse a larger answer with 507 before it reaches the server's memory.
    */
@@ -121,6 +127,7 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   client_body_timeout: '30000',
   max_workers_limit: String(Math.max(64, 2 * os.availableParallelism())),
   max_request_size: String(64 * 1024 * 1024),
+  max_prompt_bytes: String(1024 * 1024),
   max_response_size: '',
   max_worker_rss_mb: '',
   request_timeout: '120000',
@@ -247,6 +254,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     clientBodyTimeoutMs: int('client_body_timeout', 1),
     maxWorkersLimit: workersLimit,
     maxRequestSize: int('max_request_size', 1),
+    maxPromptBytes: int('max_prompt_bytes', 1),
     maxResponseSize: optionalInt('max_response_size', 1) ?? 4 * int('max_request_size', 1),
     maxWorkerRssMb: optionalInt('max_worker_rss_mb', 1),
     requestTimeoutMs: int('request_timeout', 1),

@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import { type GenerationParameters, KilnError, KilnErrorCode } from '@kiln/core';
 import { type TextGenerationResult, generateText } from '@kiln/batching';
-import { readBody } from '../http/read-body.js';
+import { type BodyLimits, readBody } from '../http/read-body.js';
 import { type ServerContext, bodyLimits } from '../routes/server-context.js';
 import type { GenerativeModel } from './generative-model.js';
 import { streamingTokenizer } from './streaming-tokenizer.js';
@@ -51,12 +51,34 @@ export function requireGenerativeModel(
   return entry.generator;
 }
 
-/** The request body as a JSON object; anything else is INVALID_INPUT. */
+/** Room in a generation body for everything but its prompt (parameters, chat roles, JSON). */
+const BODY_BYTES_BESIDE_PROMPT = 64 * 1024;
+/** The most bytes JSON may write one byte of text with: a control character as `\u0001`. */
+const JSON_BYTES_PER_TEXT_BYTE = 6;
+
+/**
+ * The body limit of a generation request: what a prompt of max_prompt_bytes takes as JSON at
+ * worst, and never more than max_request_size. A larger body is refused before it is read
+ * (Content-Length) or as soon as it passes the limit (chunked), never parsed.
+ */
+function generationBodyLimits(server: ServerContext): BodyLimits {
+  const limits = bodyLimits(server);
+  const forPrompt =
+    JSON_BYTES_PER_TEXT_BYTE * server.config.maxPromptBytes + BODY_BYTES_BESIDE_PROMPT;
+  if (forPrompt >= limits.maxBytes) return limits;
+  return {
+    ...limits,
+    maxBytes: forPrompt,
+    maxBytesName: 'the generation body limit from max_prompt_bytes',
+  };
+}
+
+/** The request body of a generation request as a JSON object; anything else is INVALID_INPUT. */
 export async function readJsonObject(
   ctx: Context,
   server: ServerContext,
 ): Promise<Record<string, unknown>> {
-  const body = await readBody(ctx.req, bodyLimits(server));
+  const body = await readBody(ctx.req, generationBodyLimits(server));
   let value: unknown;
   try {
     value = JSON.parse(body.toString('utf8'));
@@ -81,6 +103,20 @@ export interface StreamFormat {
 }
 
 /**
+ * Refuses a prompt longer than max_prompt_bytes before any work on it: tokenizing takes time
+ * in proportion (seconds for a megabyte of byte-level BPE), and what the model cannot hold is
+ * known only after it.
+ */
+function checkPromptSize(prompt: string, maxPromptBytes: number): void {
+  // Each UTF-16 unit is at least one UTF-8 byte: most long prompts are refused without a scan.
+  if (prompt.length > maxPromptBytes || Buffer.byteLength(prompt) > maxPromptBytes)
+    throw new KilnError(
+      KilnErrorCode.PayloadTooLarge,
+      `the prompt is longer than max_prompt_bytes (${maxPromptBytes} bytes)`,
+    );
+}
+
+/**
  * Runs one generation for an HTTP request. A client that goes away aborts it, so its slot is
  * free at the next step. Without `stream` it answers the result; with one, nothing is sent
  * until the first text or the end (so refusals still get their status), then each piece as
@@ -95,6 +131,7 @@ export async function runGeneration(
   stream?: StreamFormat,
 ): Promise<TextGenerationResult | undefined> {
   ctx.state.model = model.name;
+  checkPromptSize(prompt, server.config.maxPromptBytes);
   const abort = new AbortController();
   const onClose = () => {
     if (!ctx.res.writableFinished) abort.abort();
@@ -104,7 +141,7 @@ export async function runGeneration(
   let sink: ((piece: TextPiece) => void) | undefined = undefined;
   let firstText: () => void = () => undefined;
   const first = new Promise<void>((resolve) => (firstText = resolve));
-  const tokenizer = streamingTokenizer(model.tokenizer);
+  const tokenizer = streamingTokenizer(model.tokenizers);
   const result = generateText(model.scheduler, tokenizer, prompt, parameters, {
     signal: abort.signal,
     onText: (text, token) => {
@@ -114,10 +151,12 @@ export async function runGeneration(
         firstText();
       }
     },
-  }).then((r) => {
-    server.models.generationMetrics.record(model.name, r.timeToFirstTokenMs, r.interTokenMs);
-    return r;
-  });
+  })
+    .then((r) => {
+      server.models.generationMetrics.record(model.name, r.timeToFirstTokenMs, r.interTokenMs);
+      return r;
+    })
+    .finally(() => tokenizer.end());
   if (!stream) {
     try {
       return await result;

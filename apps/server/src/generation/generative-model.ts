@@ -5,14 +5,14 @@ import {
   type ModelInspection,
   type ServingProperties,
   type StepDecoder,
-  type TextTokenizer,
-  loadTextTokenizer,
 } from '@kiln/core';
 import { RollingScheduler } from '@kiln/batching';
 import { startInferenceThread } from '@kiln/worker-pool';
 import type * as OrtEngine from '@kiln/engine-onnxruntime';
 import { importEnginePackage } from '../models/engine-catalog.js';
 import type { GenerationMetrics } from './generation-metrics.js';
+import type { ModelTokenizers } from './streaming-tokenizer.js';
+import { TokenizerThread } from './tokenizer-thread.js';
 
 /** What the server needs of a decoder: steps for the scheduler, its sizes, and closing. */
 export interface GenerativeDecoder extends StepDecoder<unknown> {
@@ -35,7 +35,8 @@ export function wantsRollingBatch(properties: ServingProperties): boolean {
 
 /**
  * A text-generation model: its decoder (ONNX Runtime, on a worker thread), its tokenizer
- * and the rolling-batch scheduler that serves it. Settings from serving.properties:
+ * (on two threads of its own, see ModelTokenizers) and the rolling-batch scheduler that
+ * serves it. Settings from serving.properties:
  * `option.max_rolling_batch_size` (32), `option.max_rolling_batch_prefill_tokens` (4096),
  * `option.max_kv_cache_bytes` (cache budget; default batch size × longest sequence).
  */
@@ -43,7 +44,7 @@ export class GenerativeModel {
   private constructor(
     readonly name: string,
     readonly decoder: GenerativeDecoder,
-    readonly tokenizer: TextTokenizer,
+    readonly tokenizers: ModelTokenizers,
     readonly scheduler: RollingScheduler<unknown>,
   ) {}
 
@@ -67,16 +68,23 @@ export class GenerativeModel {
       return value;
     };
     // tokenizer.json, GPT-2's vocab.json + merges.txt, or a character vocab.json.
-    const tokenizer = await loadTextTokenizer(inspection.dir);
-    // An optional peer: a server installed with other engines only must still start.
-    const { OrtStepDecoder, parseSessionConfig } = await importEnginePackage<OrtDecoderModule>(
-      '@kiln/engine-onnxruntime',
-    );
-    // ONNX Runtime's own option.* keys (intraOpNumThreads, optLevel, …) apply as usual.
-    const decoder: GenerativeDecoder = await OrtStepDecoder.load(inspection.dir, {
-      startThread: startInferenceThread,
-      session: parseSessionConfig(inspection.properties.options, CPU),
-    });
+    const tokenizers = await startTokenizers(inspection.dir);
+    let decoder: GenerativeDecoder;
+    try {
+      // An optional peer: a server installed with other engines only must still start.
+      const { OrtStepDecoder, parseSessionConfig } = await importEnginePackage<OrtDecoderModule>(
+        '@kiln/engine-onnxruntime',
+      );
+      // ONNX Runtime's own option.* keys (intraOpNumThreads, optLevel, …) apply as usual.
+      decoder = await OrtStepDecoder.load(inspection.dir, {
+        startThread: startInferenceThread,
+        session: parseSessionConfig(inspection.properties.options, CPU),
+      });
+    } catch (error) {
+      await closeTokenizers(tokenizers);
+      throw error;
+    }
+    const tokenizer = tokenizers.prompts;
     try {
       // Exported models may pad their logits past the vocabulary (GPT-2's 50257 to 50304).
       if (tokenizer.vocabSize > decoder.vocabSize)
@@ -93,11 +101,11 @@ export class GenerativeModel {
           cacheBytes && Math.max(1, Math.floor(cacheBytes / decoder.cacheBytesPerToken)),
         ),
       });
-      const model = new GenerativeModel(name, decoder, tokenizer, scheduler);
+      const model = new GenerativeModel(name, decoder, tokenizers, scheduler);
       metrics.watch(model);
       return model;
     } catch (error) {
-      await decoder.close();
+      await Promise.all([decoder.close(), closeTokenizers(tokenizers)]);
       throw error;
     }
   }
@@ -111,8 +119,25 @@ export class GenerativeModel {
     ]);
     clearTimeout(timer);
     this.scheduler.close();
-    await this.decoder.close();
+    await Promise.all([this.decoder.close(), closeTokenizers(this.tokenizers)]);
   }
+}
+
+/** Both tokenizer threads; one that fails to start ends the other. */
+async function startTokenizers(dir: string): Promise<ModelTokenizers> {
+  const [prompts, outputs] = await Promise.allSettled([
+    TokenizerThread.start(dir, startInferenceThread),
+    TokenizerThread.start(dir, startInferenceThread),
+  ]);
+  if (prompts.status === 'fulfilled' && outputs.status === 'fulfilled')
+    return { prompts: prompts.value, outputs: outputs.value };
+  for (const started of [prompts, outputs])
+    if (started.status === 'fulfilled') await started.value.close();
+  throw prompts.status === 'rejected' ? prompts.reason : (outputs as PromiseRejectedResult).reason;
+}
+
+async function closeTokenizers(tokenizers: ModelTokenizers): Promise<void> {
+  await Promise.all([tokenizers.prompts.close(), tokenizers.outputs.close()]);
 }
 
 function optionValue(properties: ServingProperties, key: string): string | undefined {

@@ -5,6 +5,8 @@ import { KilnError, KilnErrorCode } from '@kiln/core';
 export interface BodyLimits {
   /** Bytes. A declared or streamed body past it is refused with PAYLOAD_TOO_LARGE. */
   maxBytes: number;
+  /** What the 413 names as the limit; `max_request_size` unless said. */
+  maxBytesName?: string;
   /** ms to receive the whole body (408 past it). */
   timeoutMs: number;
   /** ms the client may stay silent between two reads (nginx's client_body_timeout; 408 past it). */
@@ -50,7 +52,7 @@ function watchBody(
       idle?.refresh();
       received += bytes;
       if (received <= limits.maxBytes) return true;
-      fail(tooLarge(limits.maxBytes));
+      fail(tooLarge(limits));
       return false;
     },
     stop() {
@@ -101,7 +103,7 @@ export function readBody(
   limits: BodyLimits,
   options: { alignAt?: number } = {},
 ): Promise<Buffer> {
-  const declared = declaredLength(req, limits.maxBytes);
+  const declared = declaredLength(req, limits);
   return new Promise<Buffer>((resolve, reject) => {
     const chunks: Buffer[] = [];
     let total = 0;
@@ -148,7 +150,7 @@ export interface BodyPart {
 
 /** Reads a multipart/form-data body into its parts, with the same limits. */
 export async function readMultipart(req: IncomingMessage, limits: BodyLimits): Promise<BodyPart[]> {
-  declaredLength(req, limits.maxBytes);
+  declaredLength(req, limits);
   let parser: busboy.Busboy;
   try {
     parser = busboy({
@@ -200,7 +202,7 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
       stream.on('data', (chunk: Buffer) => {
         if (watch.count(chunk.length)) chunks.push(chunk);
       });
-      stream.on('limit', () => settle(tooLarge(limits.maxBytes)));
+      stream.on('limit', () => settle(tooLarge(limits)));
       stream.on('end', () =>
         parts.push({
           name,
@@ -226,18 +228,18 @@ export async function readMultipart(req: IncomingMessage, limits: BodyLimits): P
 }
 
 /** The declared Content-Length, refused at once when it is over the limit. */
-function declaredLength(req: IncomingMessage, maxBytes: number): number | undefined {
+function declaredLength(req: IncomingMessage, limits: BodyLimits): number | undefined {
   const header = req.headers['content-length'];
   if (header === undefined) return undefined;
   const length = Number(header);
-  if (length > maxBytes) throw tooLarge(maxBytes);
+  if (length > limits.maxBytes) throw tooLarge(limits);
   return length;
 }
 
-function tooLarge(maxBytes: number): KilnError {
+function tooLarge(limits: BodyLimits): KilnError {
   return new KilnError(
     KilnErrorCode.PayloadTooLarge,
-    `request body exceeds max_request_size (${maxBytes} bytes)`,
+    `request body exceeds ${limits.maxBytesName ?? 'max_request_size'} (${limits.maxBytes} bytes)`,
   );
 }
 
