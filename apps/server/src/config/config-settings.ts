@@ -74,6 +74,8 @@ const CONFIG_TYPES: Readonly<Record<string, ConfigType>> = {
   max_workers_limit: COUNT(1, 'most workers a model may ask for'),
   max_request_size: COUNT(1, 'bytes of a request body'),
   max_prompt_bytes: COUNT(1, 'UTF-8 bytes of a text-generation prompt'),
+  max_response_size: COUNT(1, "bytes of a Python handler's answer (4 × max_request_size)"),
+  max_worker_rss_mb: COUNT(1, 'MiB a Python worker may hold before it is replaced'),
   request_timeout: COUNT(1, 'ms to receive a whole request'),
   predict_timeout: COUNT(1, 'ms from acceptance to answer'),
   overload_status: { type: 'integer', doc: 'status of overload answers, 503 or 429' },
