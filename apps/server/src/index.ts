@@ -1,5 +1,6 @@
 export * from './kiln-server.js';
 export * from './config/server-config.js';
+export * from './config/cpu-launcher.js';
 export * from './models/model-manager.js';
 export * from './models/model-entry.js';
 export * from './models/engine-catalog.js';

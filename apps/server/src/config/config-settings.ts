@@ -86,6 +86,13 @@ const CONFIG_TYPES: Readonly<Record<string, ConfigType>> = {
   event_loop_turn_budget_ms: COUNT(0, 'request work per event-loop turn (0: no bound)'),
   shutdown_timeout: COUNT(0, 'ms to drain on SIGTERM'),
   ingress_processes: COUNT(1, 'server processes sharing the listeners'),
+  cpu_launcher_enable: SWITCH("pin each model's workers to their own cores (TorchServe's)"),
+  cpu_launcher_args: {
+    type: 'string',
+    doc:
+      "TorchServe's launcher flags: --use_logical_core, --ninstances N, --node_id N, " +
+      '--disable_numactl, --enable_jemalloc, --enable_tcmalloc, --use_default_allocator',
+  },
   job_queue_size: COUNT(1, "default of models' job_queue_size"),
   batch_size: COUNT(1, "default of models' batch_size (blank: adaptive)"),
   auto_batch_size: COUNT(0, 'most requests an adaptively batched model runs at once'),

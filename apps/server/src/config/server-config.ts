@@ -12,6 +12,7 @@ import {
 import { type Placement, WORKER_POOL_DEFAULTS, parsePlacement } from '@kiln/worker-pool';
 import { parseGrpcAddress } from '../grpc/grpc-address.js';
 import { checkConfigKeys, checkConfigValues } from './config-settings.js';
+import { type CpuLauncher, parseCpuLauncher } from './cpu-launcher.js';
 
 /** Everything the server reads from config.properties (and KILN_* environment variables). */
 export interface ServerConfig {
@@ -85,6 +86,12 @@ export interface ServerConfig {
    * every model with its share of the cores; 1 = this process serves alone.
    */
   readonly ingressProcesses: number;
+  /**
+   * `cpu_launcher_enable` and `cpu_launcher_args` (TorchServe's): pin each model's workers to
+   * their own cores (a model's serving.properties `cpu_pinning` overrides it), and the
+   * allocator loaded into workers.
+   */
+  readonly cpuLauncher: CpuLauncher;
   /** Defaults for every model; a model's serving.properties overrides them. */
   readonly modelDefaults: Pick<
     ServingProperties,
@@ -140,6 +147,8 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   event_loop_turn_budget_ms: '1',
   shutdown_timeout: '30000',
   ingress_processes: '1',
+  cpu_launcher_enable: 'false',
+  cpu_launcher_args: '',
   job_queue_size: String(SERVING_DEFAULTS.jobQueueSize),
   batch_size: '',
   auto_batch_size: '32',
@@ -267,6 +276,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     eventLoopTurnBudgetMs: int('event_loop_turn_budget_ms'),
     shutdownTimeoutMs: int('shutdown_timeout'),
     ingressProcesses: ingressProcesses(int('ingress_processes', 1)),
+    cpuLauncher: parseCpuLauncher(raw.cpu_launcher_enable!, raw.cpu_launcher_args!),
     modelDefaults: {
       jobQueueSize: int('job_queue_size', 1),
       batchSize: optionalInt('batch_size', 1),
