@@ -487,6 +487,64 @@ describe('JobQueue close, drain and failAll', () => {
   });
 });
 
+describe('JobQueue requeueAlone', () => {
+  it('puts handed-back jobs ahead of queued ones, each in a batch of its own', async () => {
+    const { queue } = setup();
+    const handles = ['a', 'b', 'c'].map((x) => queue.submit(x));
+    const taken = await queue.takeBatch({ maxSize: 3, maxDelayMs: 0 });
+    queue.submit('d');
+    queue.submit('e');
+    expect(queue.requeueAlone(taken)).toBe(true);
+    expect(queue.depth).toBe(5);
+    const take = () => queue.takeBatch({ maxSize: 8, maxDelayMs: 0 });
+    expect(inputs(await take())).toEqual(['a']);
+    expect(inputs(await take())).toEqual(['b']);
+    const c = await take();
+    expect(inputs(c)).toEqual(['c']);
+    expect(inputs(await take())).toEqual(['d', 'e']);
+    c[0]!.resolve('C');
+    expect(await handles[2]!.result).toBe('C');
+  });
+
+  it('hands a job back to a consumer waiting for work at once', async () => {
+    const { queue } = setup();
+    queue.submit('a');
+    const taken = await queue.takeBatch({ maxSize: 4, maxDelayMs: 0 });
+    const waiting = queue.takeBatch({ maxSize: 4, maxDelayMs: 100 });
+    queue.requeueAlone(taken);
+    expect(inputs(await waiting)).toEqual(['a']);
+    expect(queue.depth).toBe(0);
+  });
+
+  it('keeps the deadline a job was submitted with', async () => {
+    const { clock, queue } = setup();
+    const handle = queue.submit('a', { timeoutMs: 100 });
+    const taken = await queue.takeBatch({ maxSize: 4, maxDelayMs: 0 });
+    clock.advance(60);
+    queue.requeueAlone(taken);
+    clock.advance(39);
+    expect((await inspect(handle.result)).state).toBe('pending');
+    clock.advance(1);
+    expect(await rejectionCode(handle.result)).toBe(KilnErrorCode.Timeout);
+    expect(queue.depth).toBe(0);
+  });
+
+  it('skips settled jobs, and queues nothing once the queue is closed', async () => {
+    const { queue } = setup();
+    queue.submit('a');
+    queue.submit('b');
+    const taken = await queue.takeBatch({ maxSize: 4, maxDelayMs: 0 });
+    taken[0]!.resolve('A');
+    queue.requeueAlone(taken);
+    expect(queue.depth).toBe(1);
+    const again = await queue.takeBatch({ maxSize: 4, maxDelayMs: 0 });
+    expect(inputs(again)).toEqual(['b']);
+    queue.close();
+    expect(queue.requeueAlone(again)).toBe(false);
+    expect(queue.depth).toBe(0);
+  });
+});
+
 describe('JobQueue events', () => {
   it('reports enqueued, taken and batch, and keeps working when a listener throws', async () => {
     const thrown: unknown[] = [];

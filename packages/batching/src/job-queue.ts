@@ -251,6 +251,43 @@ export class JobQueue<I, O> {
     return new Promise((resolve) => this.drainWaiters.push(resolve));
   }
 
+  /**
+   * Hands back jobs a worker took but could not answer because it died: they go ahead of
+   * every queued job, each to be taken alone (a batch of its own), so that the one that kills
+   * workers fails by itself. Their deadlines hold as before. Returns false, queuing nothing,
+   * on a closed queue: no worker may be left to drain it.
+   */
+  requeueAlone(jobs: readonly Job<I, O>[]): boolean {
+    if (this.closeError) return false;
+    const now = this.queueClock.now();
+    // Each to the front, the last first: they keep their order.
+    for (let i = jobs.length - 1; i >= 0; i--) {
+      const job = jobs[i];
+      if (!(job instanceof QueuedJob) || job.state !== 'taken') continue;
+      const queued = job as QueuedJob<I, O>;
+      queued.state = 'queued';
+      queued.alone = true;
+      this.pending++;
+      this.queued.addFirst(queued);
+      const deadline = queued.deadline;
+      if (deadline !== undefined) {
+        const timeoutMs = deadline - queued.enqueuedAt;
+        queued.timer = this.queueClock.setTimeout(
+          () => this.expire(queued, timeoutMs),
+          Math.max(0, deadline - now),
+        );
+      }
+    }
+    // Nothing is queued while a consumer is idle: each idle one takes a job now.
+    while (this.queued.size > 0) {
+      const idle = this.idle.shift();
+      if (!idle) break;
+      idle.node = undefined;
+      this.start(idle);
+    }
+    return true;
+  }
+
   /** Fails every job not yet handed to a worker. */
   failAll(error: KilnError): void {
     const jobs = [...this.queued];
@@ -320,9 +357,17 @@ export class JobQueue<I, O> {
 
   /** Takes the oldest queued job and as many of its bucket as fit, then waits out the delay. */
   private start(consumer: Consumer<I, O>): void {
-    const bucket = this.queued.oldest()!.bucket;
+    const oldest = this.queued.oldest()!;
+    const bucket = oldest.bucket;
     consumer.bucket = bucket;
     consumer.startedAt = this.queueClock.now();
+    if (oldest.alone) {
+      // Requeued jobs lead the queue and each makes a batch of its own.
+      this.queued.remove(oldest);
+      this.hold(consumer, oldest);
+      this.finish(consumer);
+      return;
+    }
     for (let job = this.queued.oldestOf(bucket); job; job = this.queued.oldestOf(bucket)) {
       this.queued.remove(job);
       this.hold(consumer, job);

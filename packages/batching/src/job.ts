@@ -69,6 +69,8 @@ export class QueuedJob<I, O> implements Job<I, O> {
   timer: unknown;
   /** Why it failed, once it has. */
   error: KilnError | undefined;
+  /** Handed back after its worker died: it runs in a batch of its own (see requeueAlone). */
+  alone = false;
 
   readonly result: Promise<O>;
   /** Made when `signal` is first asked for: most jobs never need one. */

@@ -15,6 +15,22 @@ describe('LinkedQueue', () => {
     expect([...queue]).toEqual(['c', 'e']);
   });
 
+  it('puts an unshifted value first, on an empty queue too', () => {
+    const queue = new LinkedQueue<string>();
+    const first = queue.unshift('b');
+    queue.push('c');
+    queue.unshift('a');
+    expect([...queue]).toEqual(['a', 'b', 'c']);
+    expect(queue.remove(first)).toBe(true);
+    expect([...queue]).toEqual(['a', 'c']);
+    expect(queue.shift()).toBe('a');
+    expect(queue.shift()).toBe('c');
+    expect(queue.size).toBe(0);
+    queue.unshift('x');
+    expect(queue.peek()).toBe('x');
+    expect([...queue]).toEqual(['x']);
+  });
+
   it('ignores a node that is gone or belongs to another queue', () => {
     const a = new LinkedQueue<number>();
     const b = new LinkedQueue<number>();

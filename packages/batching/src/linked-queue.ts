@@ -33,6 +33,16 @@ export class LinkedQueue<T> implements Iterable<T> {
     return node;
   }
 
+  /** Puts a value ahead of every other: a job handed back to the queue goes first. */
+  unshift(value: T): QueueNode<T> {
+    const node: QueueNode<T> = { value, prev: undefined, next: this.head, owner: this };
+    if (this.head) this.head.prev = node;
+    else this.tail = node;
+    this.head = node;
+    this.count++;
+    return node;
+  }
+
   shift(): T | undefined {
     const node = this.head;
     if (!node) return undefined;

@@ -23,9 +23,13 @@ export class QueuedJobs<I, O> implements Iterable<QueuedJob<I, O>> {
 
   add(job: QueuedJob<I, O>): void {
     job.orderNode = this.order.push(job);
-    let list = this.buckets.get(job.bucket);
-    if (!list) this.buckets.set(job.bucket, (list = new LinkedQueue()));
-    job.bucketNode = list.push(job);
+    job.bucketNode = this.bucketList(job.bucket).push(job);
+  }
+
+  /** Queues a job ahead of every other, in its bucket too. */
+  addFirst(job: QueuedJob<I, O>): void {
+    job.orderNode = this.order.unshift(job);
+    job.bucketNode = this.bucketList(job.bucket).unshift(job);
   }
 
   remove(job: QueuedJob<I, O>): void {
@@ -38,6 +42,12 @@ export class QueuedJobs<I, O> implements Iterable<QueuedJob<I, O>> {
     }
     job.orderNode = undefined;
     job.bucketNode = undefined;
+  }
+
+  private bucketList(bucket: BucketKey | undefined): LinkedQueue<QueuedJob<I, O>> {
+    let list = this.buckets.get(bucket);
+    if (!list) this.buckets.set(bucket, (list = new LinkedQueue()));
+    return list;
   }
 
   [Symbol.iterator](): Iterator<QueuedJob<I, O>> {

@@ -181,11 +181,11 @@ describe('thousands of concurrent jobs', () => {
     );
     const counts = check(all, verdicts, [KilnErrorCode.WorkerCrashed]);
     expect(counts.ok).toBeGreaterThan(500);
-    // Only the crashing jobs and the batches they were in fail with WORKER_CRASHED.
-    expect(counts[KilnErrorCode.WorkerCrashed] ?? 0).toBeLessThanOrEqual(3 * 8);
-    // Two crashing jobs may share a batch and so one crash.
+    // Only the crashing jobs fail with WORKER_CRASHED: the rest of their batches ran again.
+    expect(counts[KilnErrorCode.WorkerCrashed] ?? 0).toBeLessThanOrEqual(3);
+    // Each crashing job ends a worker in its batch, then one more alone; two may share a batch.
     expect(pool.stats().totals.crashes).toBeGreaterThanOrEqual(1);
-    expect(pool.stats().totals.crashes).toBeLessThanOrEqual(3);
+    expect(pool.stats().totals.crashes).toBeLessThanOrEqual(6);
     await pool.shutdown();
   });
 });

@@ -1,9 +1,10 @@
 import type { Clock, Job, JobQueue } from '@kiln/batching';
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { KilnError, KilnErrorCode, type PredictResult } from '@kiln/core';
 import type { BatchRun, WorkerBackend } from './worker-backend.js';
 import type { WorkerFacts } from './worker-protocol.js';
 
 const MIN_IDLE_RECHECK_MS = 1000;
+const NO_JOBS: ReadonlySet<never> = new Set();
 
 /** Where a worker is in its life; describe() and stats() count workers per state. */
 export type WorkerState = 'starting' | 'idle' | 'busy' | 'stopping' | 'stopped' | 'failed';
@@ -12,13 +13,15 @@ export type WorkerState = 'starting' | 'idle' | 'busy' | 'stopping' | 'stopped' 
 export interface BatchReport<I, O> {
   readonly worker: PoolWorker<I, O>;
   /**
-   * Jobs that ran, with the ms each waited between acceptance and this batch, and whether
-   * this run answered it (false when it had timed out or been cancelled meanwhile).
+   * Jobs that ran, with the ms each waited between acceptance and this batch, whether this
+   * run answered it (false when it had timed out or been cancelled meanwhile), and whether it
+   * went back to the queue to run again alone (its worker died under a batch of several).
    */
   readonly jobs: readonly {
     readonly job: Job<I, O>;
     readonly queueMs: number;
     readonly answered: boolean;
+    readonly retried: boolean;
   }[];
   /** The results (undefined when the worker failed as a whole: then `error` is set). */
   readonly run: BatchRun<O> | undefined;
@@ -220,7 +223,9 @@ export class PoolWorker<I, O> {
     }
     if (jobs.length === 0) return;
     if (this.dead) {
-      for (const { job } of jobs) job.reject(this.dead);
+      // Taken as the worker died, never run: they wait for a live worker instead.
+      if (!this.queue.requeueAlone(jobs.map((j) => j.job)))
+        for (const { job } of jobs) job.reject(this.dead);
       return;
     }
 
@@ -246,22 +251,50 @@ export class PoolWorker<I, O> {
     }
     const runMs = this.clock.now() - takenAt;
     if (!run) {
-      const report = this.reportOf(jobs, undefined, error, runMs);
-      for (const { job } of jobs) job.reject(error!);
       this.dead ??= error!;
+      const retried = this.retryAlone(
+        jobs.map((j) => j.job),
+        jobs.length,
+        error!,
+      );
+      const report = this.reportOf(jobs, undefined, error, runMs, retried);
+      for (const { job } of jobs) if (!retried.has(job)) job.reject(error!);
       this.hooks.batchDone(report);
       return;
     }
-    // The engine's own thread died under it: this predictor cannot run again.
-    const crash = run.results.find((r) => !r.ok && r.error.code === KilnErrorCode.WorkerCrashed);
-    if (crash && !crash.ok) this.dead ??= crash.error;
-    if (this.nextBatchWaits()) {
+    // The engine's own thread or process died under it: this predictor cannot run again.
+    const crash = run.results.find(isCrash);
+    if (crash && !crash.ok) {
+      this.dead ??= crash.error;
+      const crashed = jobs.filter((_, i) => isCrash(run.results[i])).map((j) => j.job);
+      const retried = this.retryAlone(crashed, jobs.length, crash.error);
+      this.settle(jobs, run, runMs, retried);
+    } else if (this.nextBatchWaits()) {
       // The serve loop hands the waiting batch over within this turn's microtasks; these
       // answers follow once they have run, so the engine computes while they are written.
-      setImmediate(() => this.settle(jobs, run, runMs));
+      setImmediate(() => this.settle(jobs, run, runMs, NO_JOBS));
     } else {
-      this.settle(jobs, run, runMs);
+      this.settle(jobs, run, runMs, NO_JOBS);
     }
+  }
+
+  /**
+   * Sends the unanswered jobs of a batch of several whose worker died back to the queue, each
+   * to run alone on a live worker (the group replaces this one): which request killed it is
+   * not known, and the others deserve an answer. A job that ran alone is taken to be the cause
+   * and gets the error, so a request costs at most two workers and fails only itself.
+   * Returns the jobs requeued: none when the worker was terminated or the queue is closed.
+   */
+  private retryAlone(
+    jobs: readonly Job<I, O>[],
+    batchSize: number,
+    error: KilnError,
+  ): ReadonlySet<Job<I, O>> {
+    if (batchSize < 2 || this.terminating || error.code !== KilnErrorCode.WorkerCrashed)
+      return NO_JOBS;
+    const unanswered = jobs.filter((job) => !job.settled);
+    if (unanswered.length === 0 || !this.queue.requeueAlone(unanswered)) return NO_JOBS;
+    return new Set(unanswered);
   }
 
   /** Whether the next batch can be handed to an engine that computes elsewhere right now. */
@@ -276,10 +309,12 @@ export class PoolWorker<I, O> {
     jobs: readonly { job: Job<I, O>; queueMs: number }[],
     run: BatchRun<O>,
     runMs: number,
+    retried: ReadonlySet<Job<I, O>>,
   ): void {
-    const report = this.reportOf(jobs, run, undefined, runMs);
+    const report = this.reportOf(jobs, run, undefined, runMs, retried);
     jobs.forEach(({ job }, i) => {
       const result = run.results[i];
+      if (retried.has(job)) return;
       if (!result)
         job.reject(
           new KilnError(KilnErrorCode.Internal, `${this.label} returned no result for a job`),
@@ -290,14 +325,21 @@ export class PoolWorker<I, O> {
     this.hooks.batchDone(report);
   }
 
-  /** The batch as the pool counts it; `answered`: not settled (timed out, cancelled) before. */
+  /**
+   * The batch as the pool counts it; `answered`: neither settled (timed out, cancelled) before
+   * nor sent back to the queue.
+   */
   private reportOf(
     jobs: readonly { job: Job<I, O>; queueMs: number }[],
     run: BatchRun<O> | undefined,
     error: KilnError | undefined,
     runMs: number,
+    retried: ReadonlySet<Job<I, O>>,
   ): BatchReport<I, O> {
-    const reported = jobs.map(({ job, queueMs }) => ({ job, queueMs, answered: !job.settled }));
+    const reported = jobs.map(({ job, queueMs }) => {
+      const again = retried.has(job);
+      return { job, queueMs, answered: !again && !job.settled, retried: again };
+    });
     return { worker: this, jobs: reported, run, error, runMs };
   }
 
@@ -421,4 +463,8 @@ export class PoolWorker<I, O> {
     this.hooks.exited(this, error, phase);
     this.resolveExited();
   }
+}
+
+function isCrash<O>(result: PredictResult<O> | undefined): boolean {
+  return result !== undefined && !result.ok && result.error.code === KilnErrorCode.WorkerCrashed;
 }

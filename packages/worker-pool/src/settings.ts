@@ -76,7 +76,8 @@ export interface WorkerPoolSettings {
   /**
    * Move request buffers to worker threads instead of copying them. The caller's views then
    * become empty: turn on only when nothing reads an input after submitting it (a server's
-   * request bodies).
+   * request bodies). Batches of several requests are copied all the same: should their thread
+   * die, they run again on another.
    */
   readonly transferInputs: boolean;
   /** `cpu.minWorkers`, `gpu.maxWorkers`…: limits of one device type's groups. */

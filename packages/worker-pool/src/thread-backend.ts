@@ -89,8 +89,7 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     return new Promise((resolve, reject) => {
       this.pending = { id, resolve, reject };
       try {
-        // Owned request memory (a server's bodies) always moves; other memory per transferInputs.
-        this.send(host, id, inputs, this.options.transferInputs ? 'move' : 'move-owned');
+        this.send(host, id, inputs, this.transferMode(inputs.length));
       } catch (error) {
         this.failPending(
           KilnError.wrap(
@@ -101,6 +100,16 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         );
       }
     });
+  }
+
+  /**
+   * Owned request memory (a server's bodies) moves to the thread; other memory per
+   * transferInputs. A batch of several is copied instead: should its thread die, the pool runs
+   * its requests again on another one (see PoolWorker), and moved memory would die with it.
+   */
+  private transferMode(batchSize: number): TransferMode {
+    if (batchSize > 1) return 'copy';
+    return this.options.transferInputs ? 'move' : 'move-owned';
   }
 
   /**

@@ -272,7 +272,7 @@ describe('deadlines and cancellation', () => {
 });
 
 describe('failures', () => {
-  it('replaces a worker whose engine failed as a whole and fails only its batch', async () => {
+  it('replaces a worker whose engine failed as a whole and runs its batch again, each request alone', async () => {
     const { pool, model, clock } = await inlinePool({
       batchSize: 2,
       maxBatchDelayMs: 10,
@@ -284,18 +284,32 @@ describe('failures', () => {
     model.crashNext = 3;
     const batch = [pool.predict([1]), pool.predict([2])];
     clock.advance(10);
-    expect(await Promise.all(batch.map(outcome))).toEqual([
-      KilnErrorCode.WorkerCrashed,
-      KilnErrorCode.WorkerCrashed,
-    ]);
+    expect(await Promise.all(batch)).toEqual([[2], [4]]);
+    // Rows per forward: the batch, the predictor's retries, then each request on the new worker.
+    expect(model.forwards).toEqual([2, 1, 1, 1, 1]);
+    const after = pool.describe().workerGroups[0]!.workers[0]!.id;
+    expect(after).not.toBe(before);
+    expect(pool.stats().totals).toMatchObject({ crashes: 1, succeeded: 2, failed: 0 });
+  });
+
+  it('answers a request whose worker fails as a whole while it runs alone with the crash', async () => {
+    const { pool, model, clock } = await inlinePool({
+      batchSize: 2,
+      maxBatchDelayMs: 10,
+      maxWorkers: 1,
+    });
+    model.open = true;
+    // The batch's three forwards fail, then the first request's own run alone.
+    model.crashNext = 4;
+    const batch = [pool.predict([1]), pool.predict([2])];
+    clock.advance(10);
+    expect(await Promise.all(batch.map(outcome))).toEqual([KilnErrorCode.WorkerCrashed, 'ok']);
+    expect(pool.stats().totals).toMatchObject({ crashes: 2, succeeded: 1, failed: 1 });
     await flush();
     const third = pool.predict([3]);
     await flush();
     clock.advance(10);
     expect(await third).toEqual([6]);
-    const after = pool.describe().workerGroups[0]!.workers[0]!.id;
-    expect(after).not.toBe(before);
-    expect(pool.stats().totals.crashes).toBe(1);
   });
 
   it('fails a single bad input alone', async () => {

@@ -493,7 +493,9 @@ export class WorkerPool<I, O> {
     };
     this.totals.batches++;
     this.events.emit('batch', batch);
-    report.jobs.forEach(({ job, queueMs, answered }, i) => {
+    report.jobs.forEach(({ job, queueMs, answered, retried }, i) => {
+      // Back in the queue: counted, and its wait measured, once a later run answers it.
+      if (retried) return;
       const result = report.run?.results[i];
       const ok = result?.ok ?? false;
       const code =
