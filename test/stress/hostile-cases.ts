@@ -25,7 +25,7 @@ export interface Target {
   readonly maxRequestSize: number;
 }
 
-interface RequestParts {
+export interface RequestParts {
   method: string;
   path: string;
   headers?: Record<string, string>;
@@ -34,7 +34,7 @@ interface RequestParts {
   rawFraming?: boolean;
 }
 
-function request(parts: RequestParts): Buffer {
+export function request(parts: RequestParts): Buffer {
   const headers: Record<string, string> = { host: '127.0.0.1', ...parts.headers };
   if (!parts.rawFraming && parts.body !== undefined)
     headers['content-length'] ??= String(parts.body.length);
@@ -75,7 +75,7 @@ function mutated(valid: Buffer): fc.Arbitrary<Buffer> {
     });
 }
 
-const goodList = () =>
+export const goodList = () =>
   NDList.of(
     new Tensor('float32', new Float32Array([1, 2, 3]), [1, 3], 'a'),
     new Tensor('float32', new Float32Array([4, 5, 6]), [1, 3], 'b'),

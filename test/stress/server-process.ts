@@ -8,6 +8,8 @@ export interface ServerProcess {
   readonly inference: string;
   readonly management: string;
   readonly metrics: string;
+  /** The v2 gRPC listener's `host:port`, when config.properties names a grpc_address. */
+  readonly grpc: string | undefined;
   /** The generated management key, read from the key file. */
   readonly key: string;
   readonly pid: number;
@@ -75,6 +77,7 @@ export async function startServerProcess(
     inference: url('inference'),
     management: url('management'),
     metrics: url('metrics').replace(/\/metrics$/, ''),
+    grpc: /grpc\s+(\S+)/.exec(stderr)?.[1],
     key,
     pid: child.pid!,
     rss: () => treeRss(child.pid!),

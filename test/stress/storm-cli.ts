@@ -1,12 +1,22 @@
-// The hostile-input storm: `npm run stress -- --requests 20000 [--concurrency 16] [--seed 1]
-// [--ingress-processes 2]`.
+// The hostile-input storm over every listener: `npm run stress -- --requests 20000
+// [--grpc-requests 2000] [--generation-requests 1000] [--python-requests 300]
+// [--concurrency 16] [--seed 1] [--ingress-processes 2] [--json]`.
 import { parseArgs } from 'node:util';
-import { runStorm, stormPassed, type StormReport } from './storm.js';
-import { startStormServer } from './storm-setup.js';
+import { type FullStormReport, fullStormPassed, runFullStorm } from './listener-storm.js';
+import type { PhaseTally } from './phase-tally.js';
+import type { StormReport } from './storm.js';
+import {
+  STORM_GENERATIVE_MODEL,
+  STORM_SHUTDOWN_TIMEOUT_MS,
+  startStormServer,
+} from './storm-setup.js';
 
 const { values } = parseArgs({
   options: {
     requests: { type: 'string', default: '20000' },
+    'grpc-requests': { type: 'string', default: '2000' },
+    'generation-requests': { type: 'string', default: '1000' },
+    'python-requests': { type: 'string', default: '300' },
     concurrency: { type: 'string', default: '16' },
     seed: { type: 'string', default: '1' },
     'ingress-processes': { type: 'string', default: '1' },
@@ -15,39 +25,56 @@ const { values } = parseArgs({
 });
 
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
-const line = (r: StormReport) =>
-  `requests ${r.requests}  crashes ${r.crashes}  hangs ${r.hangs}  unexpected 5xx ${r.unexpected5xx}  non-JSON ${r.nonJson}  valid ${r.validChecks - r.validWrong}/${r.validChecks}  RSS peak ${mib(r.rssPeak)}  ${r.seconds.toFixed(0)} s`;
+const tallyLine = (t: PhaseTally) =>
+  `requests ${t.requests}  crashes ${t.crashes}  hangs ${t.hangs}  unexpected 5xx ${t.unexpected5xx}  non-JSON ${t.nonJson}  innocent failures ${t.innocentFailures}`;
+const httpLine = (r: StormReport) =>
+  `${tallyLine(r)}  valid ${r.validChecks - r.validWrong}/${r.validChecks}  RSS peak ${mib(r.rssPeak)}  ${r.seconds.toFixed(0)} s`;
 
-const { server, target, cleanup } = await startStormServer({
+const { server, target, python, cleanup } = await startStormServer({
   ingressProcesses: Number(values['ingress-processes']),
 });
 try {
-  const report = await runStorm(server, target, {
-    requests: Number(values.requests),
+  const report: FullStormReport = await runFullStorm(server, target, {
+    httpRequests: Number(values.requests),
+    grpcRequests: Number(values['grpc-requests']),
+    generationRequests: Number(values['generation-requests']),
+    pythonRequests: python ? Number(values['python-requests']) : 0,
     concurrency: Number(values.concurrency),
     seed: Number(values.seed),
-    checkEvery: 500,
     hangMs: 10_000,
-    warmup: 1000,
-    onProgress: (r) => process.stderr.write(`${line(r)}  RSS now ${mib(server.rss())}\n`),
+    refusalMs: 1000,
+    generativeModel: STORM_GENERATIVE_MODEL,
+    shutdownTimeoutMs: STORM_SHUTDOWN_TIMEOUT_MS,
+    onProgress: (phase, r) =>
+      process.stderr.write(
+        `${phase.padEnd(10)} ${'validChecks' in r ? httpLine(r) : tallyLine(r)}${server.alive() ? `  RSS now ${mib(server.rss())}` : ''}\n`,
+      ),
   });
+  const passed = fullStormPassed(report);
   if (values.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
+    const { http, drain, ping, summary } = report;
+    const phases = ['http', 'grpc', 'generation', 'python', 'drain'] as const;
     process.stdout.write(
       [
-        line(report),
-        `RSS before ${mib(report.rssBefore)}  after ${mib(report.rssAfter)}  growth ${mib(report.rssAfter - report.rssBefore)}  peak ${mib(report.rssPeak)}`,
-        `statuses ${JSON.stringify(report.byStatus)}`,
-        ...report.samples.map(
-          (s) =>
-            `  ${s.problem} [${s.kind}] ${s.status}: ${JSON.stringify(s.request.slice(0, 160))} -> ${JSON.stringify(s.answer.slice(0, 160))}`,
+        ...phases.map((p) => `${p.padEnd(10)} ${tallyLine(report[p])}`),
+        `http       RSS before ${mib(http.rssBefore)}  after ${mib(http.rssAfter)}  growth ${mib(http.rssAfter - http.rssBefore)}  peak ${mib(http.rssPeak)}`,
+        `http       statuses ${JSON.stringify(http.byStatus)}`,
+        `drain      exit ${drain.exitMs.toFixed(0)} ms after SIGTERM (shutdown_timeout ${STORM_SHUTDOWN_TIMEOUT_MS} ms)  served ${drain.servedDuringDrain}  refused 503 ${drain.refusedDuringDrain}  connection errors ${drain.connectionErrors}`,
+        `/ping      ${ping.probes} probes  p99 ${ping.p99Ms.toFixed(1)} ms  max ${ping.maxMs.toFixed(1)} ms  stalls over 1 s ${ping.stalls}${ping.stalls ? ` ${JSON.stringify(ping.stallsByPhase)}` : ''}`,
+        `summary    requests ${summary.requests}  crashes ${summary.crashes}  hangs ${summary.hangs}  unexpected 5xx ${summary.unexpected5xx}  non-JSON ${summary.nonJson}  innocent failures ${summary.innocentFailures}  /ping stalls ${summary.pingStalls}`,
+        ...phases.flatMap((p) =>
+          report[p].samples.map(
+            (s) =>
+              `  ${p} ${s.problem} [${s.kind}] ${s.status}: ${JSON.stringify(s.request.slice(0, 160))} -> ${JSON.stringify(s.answer.slice(0, 160))}`,
+          ),
         ),
-        stormPassed(report) ? 'PASS' : 'FAIL',
+        passed ? 'PASS' : 'FAIL',
       ].join('\n') + '\n',
     );
   }
-  process.exitCode = stormPassed(report) ? 0 : 1;
+  process.exitCode = passed ? 0 : 1;
 } finally {
   await cleanup();
 }

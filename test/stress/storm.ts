@@ -25,6 +25,8 @@ export interface StormReport {
   nonJson: number;
   validChecks: number;
   validWrong: number;
+  /** The same as validWrong, under the name every listener's tally uses. */
+  innocentFailures: number;
   rssBefore: number;
   rssAfter: number;
   rssPeak: number;
@@ -95,7 +97,7 @@ function parse(bytes: Buffer): { status: number; headers: Record<string, string>
  * 503 (overload, not ready) and 501 (a method HTTP does not define here) are honest answers;
  * any other 5xx is a defect.
  */
-function unexpected5xx(status: number): boolean {
+export function unexpected5xx(status: number): boolean {
   return status >= 500 && status !== 503 && status !== 501;
 }
 
@@ -105,7 +107,7 @@ function settle(): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
 }
 
-function isJson(text: string): boolean {
+export function isJson(text: string): boolean {
   try {
     JSON.parse(text);
     return true;
@@ -137,6 +139,7 @@ export async function runStorm(
     nonJson: 0,
     validChecks: 0,
     validWrong: 0,
+    innocentFailures: 0,
     rssBefore: 0,
     rssAfter: 0,
     rssPeak: 0,
@@ -165,6 +168,7 @@ export async function runStorm(
     }
     if (!right) {
       report.validWrong++;
+      report.innocentFailures++;
       note(
         'valid request answered wrongly',
         { kind: 'valid', listener: 'inference', bytes: valid.bytes },
@@ -186,6 +190,7 @@ export async function runStorm(
   for (let i = 0; i < 20; i++) await checkValid();
   report.validChecks = 0;
   report.validWrong = 0;
+  report.innocentFailures = 0;
   report.samples = [];
   // Both readings are taken after the same quiet spell, so that they compare like with like.
   await settle();
