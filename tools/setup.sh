@@ -20,6 +20,7 @@ packages=(
   python3-fastapi python3-uvicorn    # bench/python-mode's FastAPI + uvicorn baseline
   haproxy                # load balancer of the scale-out check (deploy/scale-out)
   bible-kjv              # public-domain training text of the tiny GPT (tools/model-tools)
+  libjemalloc2 libtcmalloc-minimal4  # allocators cpu_launcher_args / option.allocator preload
 )
 if [ "${KILN_SKIP_APT:-}" != "1" ]; then
   sudo=""

@@ -28,6 +28,7 @@ export * from './loading/model-source.js';
 export * from './loading/model-loader.js';
 export * from './workers/spawn-worker.js';
 export * from './workers/transfer.js';
+export * from './allocator/allocator-library.js';
 export * from './codecs/index.js';
 export * from './translators/index.js';
 export * from './loading/model-file.js';

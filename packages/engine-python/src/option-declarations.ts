@@ -30,4 +30,11 @@ export const PYTHON_OPTIONS: readonly SettingDeclaration[] = [
     default: "the server's max_worker_rss_mb",
     doc: 'a worker past this resident memory is replaced after its call (0: no limit)',
   },
+  {
+    key: 'allocator',
+    type: 'choice',
+    values: ['jemalloc', 'tcmalloc', 'default'],
+    default: "the server's (cpu_launcher_args), else default",
+    doc: "workers' malloc: jemalloc (libjemalloc2) or tcmalloc (libtcmalloc-minimal4) preloaded, or glibc's",
+  },
 ];

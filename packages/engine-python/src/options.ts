@@ -1,5 +1,12 @@
 import { existsSync } from 'node:fs';
-import { KilnError, KilnErrorCode, OptionReader } from '@kiln/core';
+import {
+  type Allocator,
+  KilnError,
+  KilnErrorCode,
+  OptionReader,
+  allocatorLibrary,
+  parseAllocator,
+} from '@kiln/core';
 
 /** Settings of a Python model, from serving.properties' option.* keys (DJL's names). */
 export interface PythonModelSettings {
@@ -29,12 +36,20 @@ export interface PythonModelSettings {
    * memory passes it is replaced after its call. Undefined: no limit.
    */
   readonly maxRssBytes?: number;
+  /**
+   * option.allocator (default: the server's, from cpu_launcher_args): the malloc workers run
+   * with, jemalloc or tcmalloc preloaded (LD_PRELOAD) or glibc's (`default`).
+   */
+  readonly allocator: Allocator;
+  /** The preloaded allocator's library; undefined for glibc's. */
+  readonly allocatorLibrary?: string;
 }
 
 /** Server-wide defaults, written by the server among a model's properties (not option.*). */
 export const SERVER_DEFAULT_KEYS = {
   maxResponseSize: 'max_response_size',
   maxWorkerRssMb: 'max_worker_rss_mb',
+  allocator: 'allocator',
 } as const;
 
 const MAX_BYTES = { min: 1, max: Number.MAX_SAFE_INTEGER };
@@ -56,6 +71,9 @@ export function resolveModelSettings(
   const server = new OptionReader(properties);
   const venvRoot = o.string('venv_dir');
   const { maxResponseSize, maxWorkerRssMb } = SERVER_DEFAULT_KEYS;
+  const allocator = allocatorOf(o, server);
+  // Looked up at load: a missing library fails the load, naming the package to install.
+  const library = allocatorLibrary(allocator);
   const maxResponseBytes =
     o.integer(maxResponseSize, MAX_BYTES) ?? server.integer(maxResponseSize, MAX_BYTES);
   // 0 turns the server's limit off for this model.
@@ -74,7 +92,16 @@ export function resolveModelSettings(
     ...(maxResponseBytes ? { maxResponseBytes } : {}),
     ...(rssMb ? { maxRssBytes: rssMb * 2 ** 20 } : {}),
     ...(venvRoot ? { venvRoot } : {}),
+    allocator,
+    ...(library ? { allocatorLibrary: library } : {}),
   };
+}
+
+function allocatorOf(o: OptionReader, server: OptionReader): Allocator {
+  const own = o.string('allocator');
+  if (own !== undefined) return parseAllocator(own, 'option.allocator');
+  const chosen = server.string(SERVER_DEFAULT_KEYS.allocator);
+  return chosen === undefined ? 'default' : parseAllocator(chosen, 'allocator');
 }
 
 /** DJL's `option.env`: comma-separated `KEY=VALUE` pairs; an entry without `=` is refused. */

@@ -13,6 +13,7 @@ import {
   type ServingProperties,
   type ServingTranslatorFactory,
   type TensorDescriptor,
+  preloadFor,
 } from '@kiln/core';
 import { ENGINE_NAME } from './engine-name.js';
 import { type PythonModelSettings, resolveModelSettings } from './options.js';
@@ -87,6 +88,7 @@ export class PythonModel implements Model {
       sharedMemory: this.settings.sharedMemory,
       maxResponseBytes: this.settings.maxResponseBytes ?? null,
       maxWorkerRssBytes: this.settings.maxRssBytes ?? null,
+      allocator: this.settings.allocator,
       workers: this.contexts.size,
     };
   }
@@ -102,7 +104,14 @@ export class PythonModel implements Model {
         modelName: this.name,
         modelDir: this.modelDir,
         ...this.settings,
-        env: workerEnv(this.settings.env, options.intraOpThreads),
+        env: {
+          ...workerEnv(this.settings.env, options.intraOpThreads),
+          // Last: option.env's own LD_PRELOAD entries are kept behind the allocator.
+          ...preloadFor(this.settings.allocatorLibrary, {
+            ...process.env,
+            ...this.settings.env,
+          }),
+        },
         deviceId: this.device.type === 'gpu' ? String(this.device.id) : '-1',
         initProperties: this.initProperties,
       },

@@ -55,6 +55,12 @@ export const SERVING_SETTINGS: readonly SettingDeclaration[] = [
     doc: 'the server writes its max_worker_rss_mb here (Python mode reads it)',
   },
   {
+    key: 'allocator',
+    type: 'choice',
+    values: ['jemalloc', 'tcmalloc', 'default'],
+    doc: "the server writes cpu_launcher_args' allocator here (Python mode reads it; option.allocator wins)",
+  },
+  {
     key: 'translator',
     type: 'string',
     doc: "DJL's translator class; Kiln picks translators with translatorFactory",
