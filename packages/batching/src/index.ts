@@ -7,4 +7,6 @@ export * from './batch-stats.js';
 export type { Summary } from './sample-window.js';
 export * from './length-bucketer.js';
 export * from './pad-batchifier.js';
+export * from './bucket-batchifier.js';
+export * from './serving-batching.js';
 export * from './rolling/index.js';

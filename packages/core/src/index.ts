@@ -18,6 +18,7 @@ export * from './translate/serving-io.js';
 export * from './translate/predictor.js';
 export * from './loading/serving-properties.js';
 export * from './loading/serving-settings.js';
+export * from './loading/sequence-batching.js';
 export * from './loading/model-settings.js';
 export * from './settings/setting-declaration.js';
 export * from './settings/settings-check.js';

@@ -1,4 +1,4 @@
-import type { BucketKey, Clock } from '@kiln/batching';
+import { type BucketKey, type Clock, servingBucketOf } from '@kiln/batching';
 import {
   CPU,
   type Device,
@@ -10,6 +10,7 @@ import {
   type Translator,
   formatDevice,
   parseDevice,
+  sequenceBatchingFrom,
 } from '@kiln/core';
 import { InlineBackend } from './inline-backend.js';
 import type { PlacementReport } from './pool-description.js';
@@ -73,17 +74,23 @@ export async function createWorkerPool<I, O>(
     return pool;
   }
   const planned = await planRecipe(options.model, options.onLocated);
+  const properties =
+    planned.kind === 'shared' ? planned.model.properties : planned.recipe.load.request.properties;
+  // serving.properties' batchifier=bucket: the queue gives each length bucket its own batches.
+  const sequences = sequenceBatchingFrom(properties.raw);
+  const bucketOf = options.bucketOf ?? (sequences && servingBucketOf(sequences));
+  const recipeOptions = bucketOf ? { ...options, bucketOf } : options;
   if (planned.kind === 'shared') {
     const { model, translator } = planned;
     // The pool disposes the model when it shuts down, as it does when it cannot start.
     const pool = sharedPool(
-      { ...options, model: { shared: model, translator } },
+      { ...recipeOptions, model: { shared: model, translator } },
       { release: () => model.dispose(), computesElsewhere: true },
     );
     await pool.start();
     return pool;
   }
-  return placeBlockingModel(options, planned);
+  return placeBlockingModel(recipeOptions, planned);
 }
 
 /**

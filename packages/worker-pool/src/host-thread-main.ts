@@ -16,13 +16,12 @@ import {
   TransferList,
   type TransferMode,
   loadResolvedModel,
-  withRawTensorPath,
   servingInputFromMessage,
   servingOutputToMessage,
 } from '@kiln/core';
 import { pinCurrentThread, type PinResult } from './cpu-pinning.js';
 import { probeForward } from './forward-probe.js';
-import { engineCatalogFor, recipeTranslator } from './recipe-plan.js';
+import { engineCatalogFor, servingTranslator } from './recipe-plan.js';
 import { planThreads } from './thread-budget.js';
 import { lowerThreadPriority, type PriorityResult } from './thread-priority.js';
 import type { FromHost, ResultMessage, ToHost, WorkerInit } from './worker-protocol.js';
@@ -68,7 +67,7 @@ async function start(id: number, init: WorkerInit): Promise<void> {
   );
   try {
     // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
-    const translator = withRawTensorPath(await recipeTranslator(model, init.recipe.translator));
+    const translator = await servingTranslator(model, init.recipe.translator);
     const hosted: Partial<HostedWorker> & Omit<HostedWorker, 'predictor'> = {
       model,
       aborts: new Map(),

@@ -15,6 +15,7 @@ import {
   resolveTranslator,
   withRawTensorPath,
 } from '@kiln/core';
+import { withConfiguredBatchifier } from './serving-translator.js';
 import type { ModelRecipe, ResolvedRecipe } from './worker-protocol.js';
 
 /** How a pool runs a recipe's model, decided by its engine's provider. */
@@ -56,7 +57,7 @@ export async function planRecipe(
   if (provider?.execution === 'async') {
     const model = await loadResolvedModel(load, registry);
     try {
-      const translator = withRawTensorPath(await recipeTranslator(model, recipe.translator));
+      const translator = await servingTranslator(model, recipe.translator);
       return { kind: 'shared', model, translator };
     } catch (error) {
       await model.dispose();
@@ -90,7 +91,7 @@ export async function loadRecipeHere(
     registry,
   );
   try {
-    const translator = withRawTensorPath(await recipeTranslator(model, recipe.translator));
+    const translator = await servingTranslator(model, recipe.translator);
     return { model, translator };
   } catch (error) {
     await model.dispose();
@@ -133,6 +134,20 @@ export function engineCatalogFor(modules: readonly string[]): Promise<EngineCata
     catalogs.set(key, catalog);
   }
   return catalog;
+}
+
+/**
+ * The translator a pool's worker runs: the recipe's (below), also answering raw tensor and v2
+ * requests, batching as serving.properties' `batchifier` asks.
+ */
+export async function servingTranslator(
+  model: Model,
+  specifier: string | undefined,
+): Promise<Translator<ServingInput, ServingOutput>> {
+  return withConfiguredBatchifier(
+    withRawTensorPath(await recipeTranslator(model, specifier)),
+    model,
+  );
 }
 
 /** The recipe's translator module (exporting `translatorFactory`), else serving.properties'. */

@@ -108,6 +108,27 @@ function npyHeader(descr: string, shape: Shape): Uint8Array {
 /** Decodes a .npy file (format versions 1.0, 2.0 and 3.0). */
 export function decodeNpy(bytes: Uint8Array, name?: string): AnyTensor {
   const reader = new ByteReader(bytes, FORMAT);
+  const header = readHeader(reader);
+  const { shape, size } = checkedShape(header.shape, FORMAT);
+  const raw = bytes.subarray(reader.offset);
+  const tensor = decodeElements(header.type, raw, shape, size, name);
+  return header.fortranOrder ? fortranToC(tensor) : tensor;
+}
+
+/**
+ * The shape a .npy file declares, read from its header alone (cheap enough for a queue to
+ * bucket requests by); undefined when the bytes are no valid .npy header.
+ */
+export function npyShape(bytes: Uint8Array): number[] | undefined {
+  if (!NPY_MAGIC.every((byte, i) => bytes[i] === byte)) return undefined;
+  try {
+    return checkedShape(readHeader(new ByteReader(bytes, FORMAT)).shape, FORMAT).shape.slice();
+  } catch {
+    return undefined;
+  }
+}
+
+function readHeader(reader: ByteReader): NpyHeader {
   const magic = reader.take(NPY_MAGIC.length, 'magic');
   if (!magic.every((byte, i) => byte === NPY_MAGIC[i])) {
     throw malformed(FORMAT, 'data does not start with \\x93NUMPY');
@@ -126,11 +147,7 @@ export function decodeNpy(bytes: Uint8Array, name?: string): AnyTensor {
     throw malformed(FORMAT, `header of ${headerLength} bytes is too long`);
   }
   const headerBytes = reader.take(headerLength, 'header');
-  const header = parseHeader(major === 3 ? decodeUtf8(headerBytes) : latin1(headerBytes));
-  const { shape, size } = checkedShape(header.shape, FORMAT);
-  const raw = bytes.subarray(reader.offset);
-  const tensor = decodeElements(header.type, raw, shape, size, name);
-  return header.fortranOrder ? fortranToC(tensor) : tensor;
+  return parseHeader(major === 3 ? decodeUtf8(headerBytes) : latin1(headerBytes));
 }
 
 function latin1(bytes: Uint8Array): string {

@@ -4,7 +4,7 @@ import { lazyModule } from '../lazy-module.js';
 import { NDList } from '../tensor/ndlist.js';
 import { entryNames } from './entry-names.js';
 import { DEFAULT_MAX_DECODED_BYTES } from './limits.js';
-import { decodeNpy, encodeNpy } from './npy.js';
+import { decodeNpy, encodeNpy, npyShape } from './npy.js';
 import { readZipEntries } from './zip-reader.js';
 
 const fflate = lazyModule<typeof Fflate>('fflate');
@@ -41,4 +41,33 @@ export function decodeNpz(bytes: Uint8Array, options: NpzDecodeOptions = {}): ND
       decodeNpy(data, name.endsWith('.npy') ? name.slice(0, -4) : name),
     ),
   );
+}
+
+const LOCAL_HEADER = 0x04034b50;
+
+/**
+ * The shape of one entry of a stored .npz archive (`numpy.savez`; the entry `<name>.npy`,
+ * else the first), read from the zip's local headers and the .npy header alone, cheap enough
+ * for a queue to bucket requests by. Undefined for compressed or malformed archives.
+ */
+export function npzShape(bytes: Uint8Array, name?: string): number[] | undefined {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let first: number[] | undefined;
+  let offset = 0;
+  while (offset + 30 <= bytes.length && view.getUint32(offset, true) === LOCAL_HEADER) {
+    const flags = view.getUint16(offset + 6, true);
+    const method = view.getUint16(offset + 8, true);
+    const size = view.getUint32(offset + 18, true);
+    const nameEnd = offset + 30 + view.getUint16(offset + 26, true);
+    const start = nameEnd + view.getUint16(offset + 28, true);
+    // Deflated entries, and sizes written after the data (flag bit 3), are not read here.
+    if (method !== 0 || (flags & 8) !== 0 || start + size > bytes.length) break;
+    const shape = npyShape(bytes.subarray(start, start + size));
+    if (name === undefined) return shape;
+    if (String.fromCharCode(...bytes.subarray(offset + 30, nameEnd)) === `${name}.npy`)
+      return shape;
+    first ??= shape;
+    offset = start + size;
+  }
+  return first;
 }

@@ -1,4 +1,12 @@
 import type { SettingDeclaration } from '../settings/setting-declaration.js';
+import {
+  BATCHIFIER_CHOICES,
+  DEFAULT_BUCKET_BOUNDARIES,
+  parseBucketBoundaries,
+  parsePadAxes,
+  parsePadValue,
+  refusalOf,
+} from './sequence-batching.js';
 
 const WORKERS = { type: 'integer', min: 0 } as const;
 
@@ -35,6 +43,40 @@ export const SERVING_SETTINGS: readonly SettingDeclaration[] = [
     type: 'integer',
     min: 0,
     doc: 'the longest batch placement=auto runs on the main thread',
+  },
+  {
+    key: 'batchifier',
+    type: 'choice',
+    values: BATCHIFIER_CHOICES,
+    default: "the translator's (stack)",
+    doc: "how requests join a batch: stack (same shapes), pad (pad to the longest), bucket (pad within length buckets), none; padding is DJL's pad",
+  },
+  {
+    key: 'pad_value',
+    type: 'string',
+    default: '0',
+    doc: 'what padding holds: a number, or input:number pairs split by commas (batchifier=pad or bucket)',
+    refuse: refusalOf(parsePadValue),
+  },
+  {
+    key: 'pad_axes',
+    type: 'list',
+    default: 'every axis but 0',
+    doc: 'axes that may differ between requests and are padded (batchifier=pad or bucket)',
+    refuse: refusalOf(parsePadAxes),
+  },
+  {
+    key: 'bucket_boundaries',
+    type: 'list',
+    default: DEFAULT_BUCKET_BOUNDARIES.join(','),
+    doc: 'upper bounds of the length buckets; only requests of one bucket share a batch (batchifier=bucket)',
+    refuse: refusalOf(parseBucketBoundaries),
+  },
+  {
+    key: 'bucket_by',
+    type: 'string',
+    default: 'the first input',
+    doc: 'input whose length (its first padded axis) picks the bucket (batchifier=bucket)',
   },
   { key: 'minWorkers', ...WORKERS, doc: 'workers kept running' },
   { key: 'maxWorkers', ...WORKERS, doc: 'workers at most' },

@@ -1,0 +1,136 @@
+// Sequence padding and bucketing from serving.properties (batchifier=pad|bucket) over real
+// HTTP: requests of different lengths share one forward, each answer is cut back to its own
+// length and equals the answer the request gets alone; invalid settings fail the load.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NDList, Tensor, encodeNpy, encodeNpz } from '@kiln/core';
+import { GraphBuilder, attr, writeModelFolder } from '@kiln/model-tools';
+import type { BatchMetrics } from '@kiln/worker-pool';
+import { jsonOf, startTestServer, tempDir, type TestServer } from '../support/server-harness.js';
+
+/** `x` float32 [batch, seq] → `y` = x [batch, seq], `total` = Σ x over seq [batch]. */
+async function sequenceModel(dir: string, properties: string): Promise<string> {
+  const g = new GraphBuilder('sequence');
+  g.input('x', 'float32', ['batch', 'seq']);
+  g.op('Identity', ['x'], {}, { output: 'y' });
+  g.op('ReduceSum', ['x', g.int64s('axes', [1])], { keepdims: attr.int(0) }, { output: 'total' });
+  g.output('y', 'float32', ['batch', 'seq']);
+  g.output('total', 'float32', ['batch']);
+  await writeModelFolder(dir, g.toModel());
+  fs.appendFileSync(path.join(dir, 'serving.properties'), properties);
+  return dir;
+}
+
+/** Row i of a request of length n: n values from i (distinct per request, exact in float32). */
+function row(i: number, n: number): Float32Array {
+  return Float32Array.from({ length: n }, (_, j) => i + j / 4);
+}
+
+const BATCHING = 'batch_size=8\nmax_batch_delay=300\nminWorkers=1\nmaxWorkers=1\n';
+const LENGTHS = [3, 9, 1, 14, 6, 2, 11, 5, 7, 16, 4, 12];
+
+describe('sequence batching from serving.properties over HTTP', () => {
+  let dir: string;
+  let server: TestServer;
+  const batches = new Map<string, BatchMetrics[]>();
+
+  beforeAll(async () => {
+    dir = tempDir('sequence-batching');
+    const model = (name: string, properties: string) =>
+      sequenceModel(path.join(dir, name), properties);
+    const models = [
+      `padded=${await model('padded', `${BATCHING}batchifier=pad\n`)}`,
+      // DJL's spelling, and buckets read from .npz bodies.
+      `djl=${await model('djl', `${BATCHING}batchifier=padding\npad_value=0\n`)}`,
+      `bucketed=${await model('bucketed', `${BATCHING}batchifier=bucket\nbucket_boundaries=4,8,16\nbucket_by=x\n`)}`,
+      `stacked=${await model('stacked', BATCHING)}`,
+      `unknown=${await model('unknown', 'batchifier=ragged\n')}`,
+      `badpad=${await model('badpad', 'batchifier=pad\npad_value=zero\n')}`,
+      `badbuckets=${await model('badbuckets', 'batchifier=bucket\nbucket_boundaries=8,4\n')}`,
+      `stray=${await model('stray', 'pad_value=0\n')}`,
+      `noinput=${await model('noinput', 'batchifier=bucket\nbucket_by=ids\n')}`,
+    ];
+    server = await startTestServer({ models: models });
+    await server.settled();
+    for (const entry of server.server.models.list()) {
+      const seen: BatchMetrics[] = [];
+      batches.set(entry.name, seen);
+      entry.pool?.on('batch', (batch) => seen.push(batch));
+    }
+  });
+  afterAll(async () => {
+    await server?.stop();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const ask = async (model: string, i: number, n: number, format: 'npy' | 'npz' = 'npy') => {
+    const tensor = new Tensor('float32', row(i, n), [1, n]);
+    const response = await fetch(`${server.inference}/predictions/${model}`, {
+      method: 'POST',
+      headers: { accept: 'application/json' },
+      body: format === 'npy' ? encodeNpy(tensor) : encodeNpz(NDList.of(tensor.withName('x'))),
+    });
+    return { status: response.status, body: (await response.json()) as unknown };
+  };
+
+  /** Every length at once, then each alone: the same answers, and batches of several. */
+  async function checkBatched(model: string, format: 'npy' | 'npz' = 'npy'): Promise<void> {
+    const seen = batches.get(model)!;
+    const together = await Promise.all(LENGTHS.map((n, i) => ask(model, i, n, format)));
+    const batchedRuns = seen.filter((b) => b.batchSize > 1);
+    seen.length = 0;
+    const alone: typeof together = [];
+    for (const [i, n] of LENGTHS.entries()) alone.push(await ask(model, i, n, format));
+    for (const [i, n] of LENGTHS.entries()) {
+      expect(together[i]!.status).toBe(200);
+      expect(together[i]).toEqual(alone[i]);
+      // Cut back to its own length: y is the request itself, total its sum (0 pads add nothing).
+      const [y, total] = together[i]!.body as { name: string; shape: number[]; data: number[] }[];
+      expect(y).toMatchObject({ name: 'y', shape: [1, n], data: [...row(i, n)] });
+      expect(total).toMatchObject({ name: 'total', shape: [1] });
+      expect(total!.data[0]).toBeCloseTo(
+        [...row(i, n)].reduce((a, b) => a + b, 0),
+        4,
+      );
+    }
+    // Requests of different lengths ran in one forward.
+    expect(batchedRuns.some((b) => b.forwards < b.batchSize)).toBe(true);
+  }
+
+  it('pads requests of different lengths into one forward (batchifier=pad)', async () => {
+    await checkBatched('padded');
+  });
+
+  it("reads DJL's batchifier=padding as pad", async () => {
+    await checkBatched('djl');
+  });
+
+  it('pads within length buckets (batchifier=bucket), lengths read from .npz bodies', async () => {
+    await checkBatched('bucketed', 'npz');
+    await checkBatched('bucketed', 'npy');
+  });
+
+  it('stacks only equal shapes by default: every length runs alone', async () => {
+    const seen = batches.get('stacked')!;
+    const together = await Promise.all(LENGTHS.map((n, i) => ask('stacked', i, n)));
+    expect(together.every((r) => r.status === 200)).toBe(true);
+    expect(seen.every((b) => b.forwards === b.batchSize)).toBe(true);
+  });
+
+  it('fails the load of a model whose batching settings are invalid, saying why', async () => {
+    const error = async (name: string) => {
+      const { body } = await jsonOf(await server.manage(`/models/${name}`));
+      const [described] = body as { status: string; error: string }[];
+      expect(described!.status).toBe('FAILED');
+      return described!.error;
+    };
+    expect(await error('unknown')).toMatch(/batchifier=ragged is not one of stack, pad, padding/);
+    expect(await error('badpad')).toMatch(/pad_value=zero: must be a number/);
+    expect(await error('badbuckets')).toMatch(/bucket_boundaries=8,4: must be increasing/);
+    expect(await error('stray')).toMatch(/pad_value need batchifier=pad or batchifier=bucket/);
+    expect(await error('noinput')).toMatch(/bucket_by names ids, which is no input of the model/);
+    for (const name of ['unknown', 'badpad', 'badbuckets', 'stray', 'noinput'])
+      expect(await error(name)).not.toContain(dir);
+  });
+});
