@@ -49,7 +49,10 @@ export interface KilnServer {
   readonly log: Logger;
   /** The management API's key; undefined when token authorization is disabled. */
   readonly managementKey: ManagementKey | undefined;
-  /** Stops accepting predictions, answers the accepted ones (drain), then closes. */
+  /**
+   * Stops accepting predictions, answers the accepted ones (drain), then closes; done within
+   * shutdown_timeout whatever clients do, cutting what is still open then.
+   */
   stop(): Promise<void>;
 }
 
@@ -168,12 +171,34 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
     managementKey,
     stop: () =>
       (stopping ??= (async () => {
+        const deadline = Date.now() + config.shutdownTimeoutMs;
+        const left = () => Math.max(0, deadline - Date.now());
         server.accepting = false;
-        await models.shutdown(config.shutdownTimeoutMs);
+        // Keep-alive clients that go on sending get one refusal each, then a closed connection.
+        // The HTTP requests accepted before are answered while their models still serve them.
+        await beforeDeadline(listeners.drain(), deadline);
+        const stopped = models
+          .shutdown(left())
+          .catch((error: unknown) => log.error({ err: error }, 'models did not stop cleanly'));
+        if (!(await beforeDeadline(stopped, deadline)))
+          log.warn('models still stopping at shutdown_timeout');
         metrics.close();
-        await listeners.close(config.shutdownTimeoutMs);
+        // The pools cut what they still run at the deadline; their threads must be gone before
+        // the process exits (a native runtime torn down mid-call can abort it).
+        await Promise.all([listeners.close(left()), stopped]);
       })()),
   };
+}
+
+/** Whether `work` settled by `deadline` (a Date.now() time); it goes on either way. */
+async function beforeDeadline(work: Promise<unknown>, deadline: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<boolean>(
+    (resolve) => (timer = setTimeout(() => resolve(false), Math.max(0, deadline - Date.now()))),
+  );
+  const settled = await Promise.race([work.then(() => true), late]);
+  clearTimeout(timer);
+  return settled;
 }
 
 /**

@@ -116,7 +116,10 @@ Examples:
       if (ingress) {
         // The primary prints the addresses; the first process reports the models.
         if (ingress.index === 0) reportModels(cli, kiln.models);
-        const drain = () => void kiln.stop().then(() => process.exit(0));
+        const drain = () => {
+          exitAtDeadline(cli, config.shutdownTimeoutMs + STOP_GRACE_MS);
+          void kiln.stop().then(() => process.exit(0));
+        };
         ingress.onStop(drain);
         // A signal to the whole group (Ctrl-C, systemd) reaches every process: each drains
         // what it accepted, and the primary waits for them; one signalled alone is replaced.
@@ -126,20 +129,39 @@ Examples:
       }
       printBanner(cli, kiln.urls, kiln.managementKey);
       reportModels(cli, kiln.models);
-      drainOnSignals(cli, () => kiln.stop());
+      drainOnSignals(cli, () => kiln.stop(), config.shutdownTimeoutMs + STOP_GRACE_MS);
     });
 }
 
-/** SIGTERM or Ctrl-C: answer what was accepted, then exit 0. */
-function drainOnSignals(cli: CliContext, stop: () => Promise<void>): void {
+/**
+ * How long past shutdown_timeout a server process may take to stop before it exits anyway
+ * (the server cuts what is open at shutdown_timeout; this covers a stop that hangs after).
+ */
+const STOP_GRACE_MS = 1000;
+/** The primary kills an ingress process still there after its own grace… */
+const INGRESS_KILL_GRACE_MS = 1500;
+/** …and exits itself at the latest this long past shutdown_timeout. */
+const PRIMARY_STOP_GRACE_MS = 2500;
+
+/** SIGTERM or Ctrl-C: answer what was accepted, then exit 0; exit 1 if not stopped by `limitMs`. */
+function drainOnSignals(cli: CliContext, stop: () => Promise<void>, limitMs: number): void {
   const drain = async (signal: string) => {
     cli.err(`${signal}: draining in-flight requests…`);
+    exitAtDeadline(cli, limitMs);
     await stop();
     cli.err('stopped');
     process.exit(0);
   };
   process.once('SIGTERM', () => void drain('SIGTERM'));
   process.once('SIGINT', () => void drain('SIGINT'));
+}
+
+/** The backstop of a stop: whatever still runs after `limitMs`, the process exits (code 1). */
+function exitAtDeadline(cli: CliContext, limitMs: number): void {
+  setTimeout(() => {
+    cli.err(`not stopped within shutdown_timeout: exiting`);
+    process.exit(1);
+  }, limitMs).unref();
 }
 
 type ServerModule = typeof ServerExports;
@@ -162,9 +184,10 @@ async function servePrimary(
     processes: config.ingressProcesses,
     log: logger,
     shutdownTimeoutMs: config.shutdownTimeoutMs,
+    stopGraceMs: INGRESS_KILL_GRACE_MS,
     ...(key ? { managementToken: key.token } : {}),
   });
-  drainOnSignals(cli, () => primary.stop());
+  drainOnSignals(cli, () => primary.stop(), config.shutdownTimeoutMs + PRIMARY_STOP_GRACE_MS);
   const urls = await primary.listening;
   printBanner(cli, urls, key, config.ingressProcesses);
 }

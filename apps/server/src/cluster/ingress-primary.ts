@@ -28,8 +28,10 @@ export interface IngressPrimaryOptions {
   readonly log: Logger;
   /** The management API's token every process takes (each would otherwise make its own). */
   readonly managementToken?: string;
-  /** How long a process may drain on stop before it is killed, ms. */
+  /** How long a process may drain on stop, ms (it cuts what is still open then). */
   readonly shutdownTimeoutMs: number;
+  /** How long past shutdownTimeoutMs a stopping process may take before it is killed, ms. */
+  readonly stopGraceMs?: number;
 }
 
 /** The primary process of `ingress_processes`: it runs no server itself. */
@@ -66,6 +68,7 @@ interface Slot {
 /** A process that exits within this long of its start counts towards a longer restart delay. */
 const QUICK_EXIT_MS = 10_000;
 const MAX_RESTART_DELAY_MS = 30_000;
+const DEFAULT_STOP_GRACE_MS = 5_000;
 
 /**
  * Forks `processes` ingress processes (Node's cluster: they share the listening sockets), keeps
@@ -317,7 +320,7 @@ export function startIngressPrimary(options: IngressPrimaryOptions): IngressPrim
           if (!slot.answering || !sendTo(worker, { kiln: 'stop' })) worker.process.kill('SIGTERM');
           const timer = setTimeout(
             () => worker.process.kill('SIGKILL'),
-            options.shutdownTimeoutMs + 5_000,
+            options.shutdownTimeoutMs + (options.stopGraceMs ?? DEFAULT_STOP_GRACE_MS),
           );
           await exited;
           clearTimeout(timer);

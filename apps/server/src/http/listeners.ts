@@ -23,6 +23,7 @@ import { repositoryAccess } from '../security/repository-access.js';
 import { requireToken } from '../security/token-auth.js';
 import { SERVER_VERSION } from '../version.js';
 import { accessLog } from './access-log.js';
+import { ConnectionDrain, closeListener } from './connection-drain.js';
 import { errorMiddleware } from './error-middleware.js';
 import { fastPredictions } from './fast-predictions.js';
 import { inferenceOpenApi, managementOpenApi } from './openapi.js';
@@ -40,7 +41,15 @@ export interface OpenListenersOptions {
 /** The server's listeners, bound. */
 export interface Listeners {
   readonly urls: ListenerInfo;
-  /** Closes every listener; the gRPC one waits up to `timeoutMs` for its calls. */
+  /**
+   * From now on every HTTP answer closes its connection; idle connections close now. Resolves
+   * once the HTTP requests accepted before are answered.
+   */
+  drain(): Promise<void>;
+  /**
+   * Closes every listener, each once its connections are closed; connections and gRPC calls
+   * still open after `timeoutMs` are cut.
+   */
   close(timeoutMs: number): Promise<void>;
 }
 
@@ -112,6 +121,7 @@ export async function openListeners(
   }
 
   const listeners: http.Server[] = [];
+  const drain = new ConnectionDrain();
   const inferenceHandler = fastPredictions(
     {
       server,
@@ -124,30 +134,29 @@ export async function openListeners(
   const listen = async (app: Koa, address: string): Promise<string> => {
     const { host, port } = parseAddress(address);
     const handler = app === inference ? inferenceHandler : app.callback();
-    const httpServer = createGuardedServer(handler, {
-      maxConnections: config.maxConnections,
-      headersTimeoutMs: Math.min(config.clientHeaderTimeoutMs, config.requestTimeoutMs),
-      requestTimeoutMs: config.requestTimeoutMs,
-      maxBodyBytes: config.maxRequestSize,
-    });
+    const httpServer = createGuardedServer(
+      handler,
+      {
+        maxConnections: config.maxConnections,
+        headersTimeoutMs: Math.min(config.clientHeaderTimeoutMs, config.requestTimeoutMs),
+        requestTimeoutMs: config.requestTimeoutMs,
+        maxBodyBytes: config.maxRequestSize,
+      },
+      drain.ServerResponse,
+    );
     await new Promise<void>((resolve, reject) => {
       httpServer.once('error', reject);
       httpServer.listen(port, host, () => resolve());
     });
     listeners.push(httpServer);
+    drain.watch(httpServer);
     const bound = httpServer.address() as AddressInfo;
     return `http://${bound.family === 'IPv6' ? `[${bound.address}]` : bound.address}:${bound.port}`;
   };
-  const closeHttp = () =>
-    Promise.all(
-      listeners.map(
-        (l) =>
-          new Promise<void>((resolve) => {
-            l.close(() => resolve());
-            l.closeIdleConnections();
-          }),
-      ),
-    );
+  const closeHttp = (timeoutMs: number) => {
+    void drain.start();
+    return Promise.all(listeners.map((l) => closeListener(l, timeoutMs)));
+  };
 
   let urls: ListenerInfo;
   let grpc: GrpcListener | undefined;
@@ -164,13 +173,14 @@ export async function openListeners(
       urls = { ...urls, grpc: grpc.address };
     }
   } catch (error) {
-    await closeHttp();
+    await closeHttp(0);
     throw KilnError.wrap(error, KilnErrorCode.InvalidConfig, 'cannot listen');
   }
   return {
     urls,
+    drain: () => drain.start(),
     close: async (timeoutMs) => {
-      await Promise.all([grpc?.close(timeoutMs), closeHttp()]);
+      await Promise.all([grpc?.close(timeoutMs), closeHttp(timeoutMs)]);
     },
   };
 }

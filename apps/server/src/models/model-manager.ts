@@ -348,10 +348,14 @@ export class ModelManager {
     return targets;
   }
 
-  /** Stops every model, answering accepted requests first (within the timeout). */
+  /**
+   * Stops every model, answering accepted requests first (within the timeout). The models stay
+   * registered, UNLOADING, so that a request for one meanwhile is refused as unavailable (503,
+   * Retry-After) rather than answered as an unknown model (404).
+   */
   async shutdown(timeoutMs: number): Promise<void> {
     const entries = this.list();
-    this.models.clear();
+    for (const entry of entries) if (entry.state !== 'FAILED') entry.state = 'UNLOADING';
     await Promise.all(entries.map((entry) => this.stop(entry, timeoutMs)));
   }
 

@@ -22,6 +22,8 @@ export interface ListenerLimits {
 export function createGuardedServer(
   handler: http.RequestListener,
   limits: ListenerLimits,
+  /** The class of the server's answers (see ConnectionDrain); Node's own by default. */
+  ServerResponse: typeof http.ServerResponse = http.ServerResponse,
 ): http.Server {
   // Node checks the timeouts on this interval; its 30 s default would let them overrun.
   const guarded: http.RequestListener = (req, res) => {
@@ -29,7 +31,7 @@ export function createGuardedServer(
     if (chunked && watchChunkedRequest(req, limits.maxBodyBytes, refuseChunk).refused) return;
     handler(req, res);
   };
-  const server = http.createServer({ connectionsCheckingInterval: 1000 }, guarded);
+  const server = http.createServer({ connectionsCheckingInterval: 1000, ServerResponse }, guarded);
   server.headersTimeout = limits.headersTimeoutMs;
   // A margin, so that the body reader's own 408 (with a JSON body) wins the race.
   server.requestTimeout = limits.requestTimeoutMs + 5000;
