@@ -11,6 +11,7 @@ import type {
 } from '@kiln/server';
 import type { CliContext } from '../cli-context.js';
 import { UsageError } from '../cli-errors.js';
+import { startWithAllocator } from './allocator-reexec.js';
 import { collect } from './repeatable-options.js';
 
 interface ServeOptions {
@@ -93,6 +94,15 @@ Examples:
           ingress_processes: options.ingressProcesses,
         },
       });
+      // jemalloc / tcmalloc (cpu_launcher_args) load only at a process's start: the server
+      // then runs in a child started with the allocator, and this process waits on it.
+      const launcher = config.cpuLauncher;
+      const allocated = startWithAllocator(launcher.enabled ? launcher.allocator : 'default');
+      if (allocated.kind === 'child') {
+        pools?.endSpareHostThreads();
+        return allocated.exited;
+      }
+      if (allocated.warning) cli.err(`${cli.color.yellow('warning')}: ${allocated.warning}`);
       // stdout carries the JSON log lines (access log included) and nothing else, so that it
       // stays machine-readable; what people read goes to stderr.
       const logger = pino({ name: 'kiln', level: cli.verbose ? 'debug' : 'info' });

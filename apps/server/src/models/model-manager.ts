@@ -448,16 +448,19 @@ export class ModelManager {
   }
 
   /**
-   * Server-wide limits of Python-mode workers, written among the model's properties, where the
-   * engine reads them unless the model's own option.* keys say otherwise. No other engine
-   * reads them, so other models' properties stay as their files have them.
+   * Server-wide limits and allocator of Python-mode workers, written among the model's
+   * properties, where the engine reads them unless the model's own option.* keys say
+   * otherwise. No other engine reads them, so other models' properties stay as they are.
    */
   private pythonLimits(engineName: string | undefined): Record<string, string> {
     if (engineName !== PYTHON_ENGINE) return {};
-    const { maxResponseSize, maxWorkerRssMb } = this.config;
+    const { maxResponseSize, maxWorkerRssMb, cpuLauncher } = this.config;
+    // cpu_launcher_args' allocator, as TorchServe's launcher: only while the launcher is on.
+    const allocator = cpuLauncher.enabled ? cpuLauncher.allocator : 'default';
     return {
       max_response_size: String(maxResponseSize),
       ...(maxWorkerRssMb === undefined ? {} : { max_worker_rss_mb: String(maxWorkerRssMb) }),
+      ...(allocator === 'default' ? {} : { allocator }),
     };
   }
 
