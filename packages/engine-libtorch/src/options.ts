@@ -74,7 +74,11 @@ export const PT_OPTIONS: readonly SettingDeclaration[] = [
   { key: 'optimize_for_inference', ...SWITCH, default: 'true', doc: 'freeze and fuse at load' },
   { key: 'mapLocation', ...SWITCH, default: 'true', doc: "load straight onto the model's device" },
   { key: 'extraFiles', type: 'list', doc: 'files of the archive to read back, comma-separated' },
-  { key: 'warmup', type: 'string', doc: 'input shapes run at load' },
+  {
+    key: 'warmup',
+    type: 'string',
+    doc: 'input shapes run at load on one context (warmup_batch_sizes warms every worker)',
+  },
   { key: 'warmup_iterations', type: 'integer', min: 1, default: '2', doc: 'forwards per shape' },
 ];
 

@@ -21,6 +21,8 @@ import {
   resolveWorkerPoolSettings,
 } from './settings.js';
 import { ThreadBackend } from './thread-backend.js';
+import type { WarmupRequest } from './warm-up.js';
+import { type WarmupPlan, servingWarmup, withWarmup } from './warming-backend.js';
 import { THREAD_OPTION_KEYS, coresForSlot, planThreads } from './thread-budget.js';
 import type { ModelRecipe } from './worker-protocol.js';
 import { type BackendFactory, WorkerPool } from './worker-pool.js';
@@ -85,7 +87,11 @@ export async function createWorkerPool<I, O>(
     // The pool disposes the model when it shuts down, as it does when it cannot start.
     const pool = sharedPool(
       { ...recipeOptions, model: { shared: model, translator } },
-      { release: () => model.dispose(), computesElsewhere: true },
+      {
+        release: () => model.dispose(),
+        computesElsewhere: true,
+        warmup: servingWarmup(warmupRequest(resolveWorkerPoolSettings(options.settings))),
+      },
     );
     await pool.start();
     return pool;
@@ -176,6 +182,7 @@ async function startInlinePool(
       release: () => model.dispose(),
       placement: { kind: 'inline', ...placement },
       oneWorker: true,
+      warmup: servingWarmup(warmupRequest(settings)),
     },
   );
   await pool.start();
@@ -197,6 +204,8 @@ function sharedPool<I, O>(
     oneWorker?: boolean;
     /** The model's engine runs its forward off this thread (see InlineBackend). */
     computesElsewhere?: boolean;
+    /** Each worker warms the model up before it is ready (pools of a recipe). */
+    warmup?: WarmupPlan<I>;
   } = {},
 ): WorkerPool<I, O> {
   const { shared, translator } = options.model;
@@ -207,13 +216,16 @@ function sharedPool<I, O>(
       `a shared model runs on its own device (${formatDevice(device)}) only`,
     );
   }
+  const warm = extra.warmup;
   return new WorkerPool({
     name: options.name ?? shared.name,
     settings: resolveWorkerPoolSettings(options.settings),
     devices: [device],
     backends: {
-      create: ({ threads }) =>
-        new InlineBackend(shared, translator, threads, extra.computesElsewhere),
+      create: ({ threads }) => {
+        const backend = new InlineBackend(shared, translator, threads, extra.computesElsewhere);
+        return warm ? withWarmup(backend, warm) : backend;
+      },
     },
     clock: options.clock,
     bucketOf: options.bucketOf,
@@ -248,7 +260,7 @@ function threadPool(
       probeAsked = true;
       // Pinned cores follow the budget even where the user chose the engine's threads.
       const width = planThreads({ ...threads, userOmpThreads: undefined }).intraOpThreads ?? 1;
-      return new ThreadBackend({
+      const backend = new ThreadBackend({
         init: {
           recipe,
           device: formatDevice(device),
@@ -264,6 +276,7 @@ function threadPool(
         transferInputs: settings.transferInputs,
         sharedHost,
       });
+      return withWarmup(backend, servingWarmup(warmupRequest(settings)));
     },
   };
   return new WorkerPool({
@@ -281,6 +294,16 @@ function threadPool(
           : (inlineBlocker(options, planned) ?? 'placement=auto: not timed yet'),
     },
   });
+}
+
+/** What each worker of a recipe's pool warms up with (warmup_batch_sizes, warmup_shape). */
+function warmupRequest(settings: WorkerPoolSettings): WarmupRequest {
+  return {
+    batchSizes: settings.warmupBatchSizes,
+    shape: settings.warmupShape,
+    batchSize: settings.batchSize,
+    autoBatchSize: settings.autoBatchSize,
+  };
 }
 
 function toDevice(device: Device | string): Device {

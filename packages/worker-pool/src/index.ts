@@ -20,3 +20,9 @@ export {
 } from './inference-threads.js';
 export type { WorkerBackend, BatchRun } from './worker-backend.js';
 export type { ForwardProbe, ForwardProbeRequest } from './forward-probe.js';
+export {
+  type WarmupReport,
+  type WarmupRequest,
+  parseWarmupBatchSizes,
+  parseWarmupShape,
+} from './warm-up.js';

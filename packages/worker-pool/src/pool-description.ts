@@ -1,4 +1,5 @@
 import type { ForwardProbe } from './forward-probe.js';
+import type { WarmupReport } from './warm-up.js';
 import type { WorkerState } from './pool-worker.js';
 
 /** A model's health as DJL's `/ping` and describe report it. */
@@ -24,6 +25,8 @@ export interface WorkerDescription {
   readonly niceError: string | undefined;
   /** What the engine reports about the model this worker runs (once it started). */
   readonly model: Record<string, unknown> | undefined;
+  /** The batch sizes its warm-up ran before it was ready, or why it ran none. */
+  readonly warmup: WarmupReport | undefined;
 }
 
 export interface WorkerGroupDescription {

@@ -6,6 +6,7 @@ import {
   SERVING_DEFAULTS,
   type ServingProperties,
 } from '@kiln/core';
+import { parseWarmupBatchSizes, parseWarmupShape } from './warm-up.js';
 
 /** How many workers a device's group may run. */
 export interface WorkerLimits {
@@ -48,6 +49,14 @@ export interface WorkerPoolSettings {
    * default, 400, leaves 2.5× for a busy machine inside a 1 ms block of the event loop.
    */
   readonly inlineForwardLimitUs: number;
+  /**
+   * `warmup_batch_sizes`: each worker runs its model at these batch sizes on zeros before it
+   * reports ready (empty: no warm-up). Undefined: 1 and the batch size the pool runs (the
+   * adaptive one for a model with a batch axis). Pools over a model you loaded yourself skip it.
+   */
+  readonly warmupBatchSizes: readonly number[] | undefined;
+  /** `warmup_shape`: one warm-up request's input shapes (`1,128|1,128`); default: declared. */
+  readonly warmupShape: string | undefined;
   /** `job_queue_size`: jobs waiting at most; more are refused with QUEUE_FULL. */
   readonly jobQueueSize: number;
   /** `max_idle_time` (s): a worker above `minWorkers` idle this long exits. */
@@ -147,6 +156,8 @@ export function resolveWorkerPoolSettings(input: WorkerPoolSettingsInput = {}): 
       input.inlineForwardLimitUs ?? WORKER_POOL_DEFAULTS.inlineForwardLimitUs,
       0,
     ),
+    warmupBatchSizes: input.warmupBatchSizes?.map((size) => integer('warmupBatchSizes', size, 1)),
+    warmupShape: input.warmupShape,
     jobQueueSize: integer(
       'jobQueueSize',
       input.jobQueueSize ?? WORKER_POOL_DEFAULTS.jobQueueSize,
@@ -216,6 +227,12 @@ export function workerPoolSettingsFromProperties(
   const limit = propertyInt(raw, 'inline_forward_limit_us');
   if (limit !== undefined) settings.inlineForwardLimitUs = limit;
   if (raw.max_idle_time !== undefined) settings.maxIdleTimeS = properties.maxIdleTimeS;
+  if (raw.warmup_batch_sizes !== undefined && raw.warmup_batch_sizes.trim() !== '')
+    settings.warmupBatchSizes = parseWarmupBatchSizes(raw.warmup_batch_sizes);
+  if (raw.warmup_shape !== undefined && raw.warmup_shape.trim() !== '') {
+    parseWarmupShape(raw.warmup_shape);
+    settings.warmupShape = raw.warmup_shape.trim();
+  }
   if (properties.minWorkers !== undefined) settings.minWorkers = properties.minWorkers;
   if (properties.maxWorkers !== undefined) settings.maxWorkers = properties.maxWorkers;
   const perDevice: Partial<Record<DeviceType, Partial<WorkerLimits>>> = {};

@@ -554,6 +554,7 @@ function describeWorker<I, O>(worker: PoolWorker<I, O>): WorkerDescription {
     nice: priority?.lowered ? priority.nice : undefined,
     niceError: priority && !priority.lowered ? priority.reason : undefined,
     model: worker.facts?.model,
+    warmup: worker.facts?.warmup,
   };
 }
 

@@ -9,6 +9,7 @@ import type {
 } from '@kiln/core';
 import type { PinResult } from './cpu-pinning.js';
 import type { ForwardProbe, ForwardProbeRequest } from './forward-probe.js';
+import type { WarmupReport } from './warm-up.js';
 import type { PriorityResult } from './thread-priority.js';
 import type { ThreadPlanRequest } from './thread-budget.js';
 
@@ -79,6 +80,8 @@ export interface WorkerFacts {
   readonly signature: ModelSignature;
   /** The forward probe's result, when the worker was asked for one. */
   readonly forwardProbe?: ForwardProbe;
+  /** What its warm-up ran before it was ready, or why it ran nothing (see warmUp). */
+  readonly warmup?: WarmupReport;
 }
 
 export type ResultMessage =

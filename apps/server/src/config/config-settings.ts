@@ -100,6 +100,7 @@ const CONFIG_TYPES: Readonly<Record<string, ConfigType>> = {
   inline_forward_limit_us: COUNT(0, 'the longest batch placement=auto runs inline'),
   max_batch_delay: COUNT(0, "default of models' max_batch_delay (ms)"),
   max_idle_time: COUNT(0, "default of models' max_idle_time (s)"),
+  warmup_batch_sizes: LIST("default of models' warmup_batch_sizes (blank: 1 and batch_size; none)"),
   min_workers: COUNT(0, "default of models' minWorkers"),
   max_workers: COUNT(0, "default of models' maxWorkers"),
 };

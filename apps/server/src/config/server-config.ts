@@ -9,7 +9,12 @@ import {
   type ServingProperties,
   kilnHome,
 } from '@kiln/core';
-import { type Placement, WORKER_POOL_DEFAULTS, parsePlacement } from '@kiln/worker-pool';
+import {
+  type Placement,
+  WORKER_POOL_DEFAULTS,
+  parsePlacement,
+  parseWarmupBatchSizes,
+} from '@kiln/worker-pool';
 import { parseGrpcAddress } from '../grpc/grpc-address.js';
 import { checkConfigKeys, checkConfigValues } from './config-settings.js';
 import { type CpuLauncher, parseCpuLauncher } from './cpu-launcher.js';
@@ -112,6 +117,11 @@ export interface ServerConfig {
     readonly placement: Placement;
     /** `inline_forward_limit_us`: the longest full batch `auto` runs on the main thread. */
     readonly inlineForwardLimitUs: number;
+    /**
+     * `warmup_batch_sizes`: what models' workers run before they are ready (a model's own key
+     * overrides it); undefined: 1 and the batch size each model runs; empty (`none`): nothing.
+     */
+    readonly warmupBatchSizes: readonly number[] | undefined;
   };
 }
 
@@ -156,6 +166,7 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   inline_forward_limit_us: String(WORKER_POOL_DEFAULTS.inlineForwardLimitUs),
   max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
   max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),
+  warmup_batch_sizes: '',
   min_workers: '',
   max_workers: '',
 };
@@ -283,6 +294,10 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       autoBatchSize: int('auto_batch_size'),
       placement: parsePlacement(raw.placement!.trim(), `placement=${raw.placement!.trim()}`),
       inlineForwardLimitUs: int('inline_forward_limit_us'),
+      warmupBatchSizes:
+        raw.warmup_batch_sizes!.trim() === ''
+          ? undefined
+          : parseWarmupBatchSizes(raw.warmup_batch_sizes!),
       maxBatchDelayMs: int('max_batch_delay'),
       maxIdleTimeS: int('max_idle_time'),
       minWorkers: optionalInt('min_workers'),

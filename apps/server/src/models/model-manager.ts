@@ -11,6 +11,7 @@ import {
 } from '@kiln/core';
 import type { JobHandle, JobOptions } from '@kiln/batching';
 import {
+  type WorkerPool,
   type WorkerPoolSettingsInput,
   createWorkerPool,
   workerPoolSettingsFromProperties,
@@ -418,6 +419,7 @@ export class ModelManager {
       entry.pool = pool;
       entry.signature = pool.signature();
       entry.loadTimeMs = performance.now() - started;
+      this.logWarmup(entry.name, pool);
       entry.state = 'READY';
       watchPool(this.metrics, entry.name, pool);
       this.metrics.modelLoadSeconds.set({ model: entry.name }, entry.loadTimeMs / 1000);
@@ -425,6 +427,18 @@ export class ModelManager {
     } catch (error) {
       entry.state = 'FAILED';
       entry.error = error instanceof Error ? error.message : String(error);
+    }
+  }
+
+  /** Says what the first worker's warm-up ran before the model was ready, or why it ran none. */
+  private logWarmup(name: string, pool: WorkerPool<ServingInput, ServingOutput>): void {
+    const warmup = pool.describe().workerGroups.flatMap((g) => g.workers)[0]?.warmup;
+    if (warmup === undefined) return;
+    if ('skipped' in warmup) {
+      this.log?.info({ model: name, warmup }, `model ${name}: warm-up skipped: ${warmup.skipped}`);
+    } else {
+      const sizes = warmup.batchSizes.join(', ');
+      this.log?.info({ model: name, warmup }, `model ${name} warmed up at batch sizes ${sizes}`);
     }
   }
 
@@ -485,6 +499,7 @@ export class ModelManager {
       maxIdleTimeS: d.maxIdleTimeS,
       placement: d.placement,
       inlineForwardLimitUs: d.inlineForwardLimitUs,
+      ...(d.warmupBatchSizes === undefined ? {} : { warmupBatchSizes: d.warmupBatchSizes }),
       ...(d.minWorkers === undefined ? {} : { minWorkers: d.minWorkers }),
       ...(d.maxWorkers === undefined ? {} : { maxWorkers: d.maxWorkers }),
     };

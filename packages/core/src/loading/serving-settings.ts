@@ -32,6 +32,18 @@ export const SERVING_SETTINGS: readonly SettingDeclaration[] = [
   { key: 'max_batch_delay', type: 'integer', min: 0, default: '100', doc: 'ms to fill a batch' },
   { key: 'max_idle_time', type: 'integer', min: 0, default: '60', doc: 's before scaling down' },
   {
+    key: 'warmup_batch_sizes',
+    type: 'list',
+    default: '1 and batch_size (adaptive: auto_batch_size)',
+    doc: 'batch sizes each worker runs on zeros before the model is ready (none: no warm-up)',
+  },
+  {
+    key: 'warmup_shape',
+    type: 'string',
+    default: 'the declared shapes, free dimensions 1',
+    doc: "one warm-up request's input shapes, inputs split by |: 1,128 or 1,128|1,128",
+  },
+  {
     key: 'placement',
     type: 'choice',
     values: ['auto', 'thread', 'inline'],
