@@ -44,7 +44,12 @@ export { type HttpBenchOptions, runHttpBench } from './http/http-bench.js';
 export { type ServerSplit, type StageEstimate, ServerMetricsReader } from './http/server-split.js';
 export { type Protocol, PROTOCOLS } from './inputs/http-bodies.js';
 export { type TuneOptions, bestLevel, runTune } from './tune/tune.js';
-export { recommendedProperties, servingPropertiesText } from './tune/recommendation.js';
+export {
+  configPropertiesText,
+  recommendedConfigProperties,
+  recommendedProperties,
+  servingPropertiesText,
+} from './tune/recommendation.js';
 export { textReport, type TextStyle } from './report/text-report.js';
 export { csvReport } from './report/csv-report.js';
 export { htmlReport } from './report/html-report.js';

@@ -68,6 +68,8 @@ export interface TuneCandidate {
   readonly maxBatchDelayMs: number;
   readonly workers: number;
   readonly threads: number;
+  /** What a later step changed on the recommended configuration (`batchifier=bucket, …`). */
+  readonly setting?: string;
   /** How it was loaded: closed-loop clients (levels are concurrencies) or a fixed request rate. */
   readonly load: LoadMode;
   /** The levels measured for it. */
@@ -88,6 +90,8 @@ export interface TuneResult {
   readonly recommended: TuneCandidate | undefined;
   /** The serving.properties lines recommended, in order. */
   readonly properties: Readonly<Record<string, string>>;
+  /** config.properties lines recommended (server-wide keys), in order. */
+  readonly configProperties: Readonly<Record<string, string>>;
 }
 
 export type BenchResult = InProcessResult | HttpResult | TuneResult;

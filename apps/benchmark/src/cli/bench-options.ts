@@ -42,6 +42,8 @@ export interface RawBenchFlags {
   batchSizes?: string;
   delays?: string;
   workers?: string;
+  save?: string;
+  saveConfig?: string;
   json?: string | boolean;
   csv?: string;
   html?: string;
@@ -53,6 +55,10 @@ export interface BenchOutputs {
   readonly json: string | true | undefined;
   readonly csv: string | undefined;
   readonly html: string | undefined;
+  /** --tune: where the recommended serving.properties is written. */
+  readonly save?: string | undefined;
+  /** --tune: where the recommended config.properties lines are written. */
+  readonly saveConfig?: string | undefined;
 }
 
 export type BenchPlan =
@@ -84,7 +90,11 @@ function parsePlan(flags: RawBenchFlags, inputFile: InputFile | undefined): Benc
     json: flags.json === true ? true : typeof flags.json === 'string' ? flags.json : undefined,
     csv: flags.csv,
     html: flags.html,
+    save: flags.save,
+    saveConfig: flags.saveConfig,
   };
+  if (!flags.tune && (flags.save || flags.saveConfig))
+    usage('--save and --save-config write what --tune recommends: add --tune');
   if (flags.modelUrl && flags.server)
     usage('give either -u (run the model here) or --server (measure a running server), not both');
   if (!flags.modelUrl && !flags.server)

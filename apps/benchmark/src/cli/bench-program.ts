@@ -115,6 +115,11 @@ export async function runBench(argv: readonly string[], io: RunBenchOptions = {}
     .option('--batch-sizes <list>', 'batch sizes --tune tries (default 1,2,4,8)')
     .option('--delays <list>', 'max_batch_delay values (ms) --tune tries (default 2,10,50)')
     .option('--workers <list>', 'worker counts --tune tries (default 1,2,4… up to the cores)')
+    .option('--save <file>', 'write the serving.properties --tune recommends to a file')
+    .option(
+      '--save-config <file>',
+      'write the config.properties lines (server-wide keys) --tune recommends to a file',
+    )
     .option(
       '--json [file]',
       'write the result as JSON to a file, or to stdout instead of the table',

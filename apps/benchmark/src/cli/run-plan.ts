@@ -8,6 +8,7 @@ import { csvReport } from '../report/csv-report.js';
 import { htmlReport } from '../report/html-report.js';
 import { textReport } from '../report/text-report.js';
 import type { BenchResult } from '../results.js';
+import { configPropertiesText, servingPropertiesText } from '../tune/recommendation.js';
 import { runTune } from '../tune/tune.js';
 import type { BenchPlan } from './bench-options.js';
 
@@ -50,6 +51,14 @@ export async function executePlan(plan: BenchPlan, io: BenchIo): Promise<BenchRe
     [csv, () => csvReport(result)],
     [html, () => htmlReport(result)],
   ];
+  if (result.kind === 'tune') {
+    files.push([plan.outputs.save, () => servingPropertiesText(result)]);
+    files.push([
+      plan.outputs.saveConfig,
+      () =>
+        configPropertiesText(result) || '# kiln-bench --tune: no server-wide keys to recommend\n',
+    ]);
+  }
   for (const [file, render] of files) {
     if (file === undefined) continue;
     await mkdir(path.dirname(path.resolve(file)), { recursive: true });

@@ -24,6 +24,8 @@ export interface ModelPoolOptions {
   readonly threads?: number | undefined;
   /** Jobs that may wait; at least the clients the benchmark runs. */
   readonly queueSize: number;
+  /** Pin each worker to cores of its own (Linux); the pool's default when unset. */
+  readonly pinCores?: boolean;
 }
 
 /** A model served by a worker pool in this process, as the server would serve it. */
@@ -77,6 +79,7 @@ export async function openModelPool(options: ModelPoolOptions): Promise<ModelPoo
     maxIdleTimeS: 3600,
     cores: os.availableParallelism(),
     ...(options.threads === undefined ? {} : { threads: options.threads }),
+    ...(options.pinCores === undefined ? {} : { pinCores: options.pinCores }),
   };
   const started = performance.now();
   // The pool runs the model as its engine asks: a thread per worker, or one shared copy.

@@ -1,6 +1,6 @@
 import type { HttpResult, InProcessResult, TuneResult, BenchResult } from '../results.js';
 import { STAGES } from '../results.js';
-import { servingPropertiesText } from '../tune/recommendation.js';
+import { configPropertiesText, servingPropertiesText } from '../tune/recommendation.js';
 import { formatBytes, formatMs, formatRate, textTable } from './format.js';
 
 /** Styles for headings and warnings; identity functions when colour is off. */
@@ -133,7 +133,7 @@ function tuneReport(r: TuneResult, style: TextStyle): string {
       shown ? formatRate(shown.throughput) : '-',
       shown ? formatMs(shown.latency.p50Ms) : '-',
       shown ? formatMs(shown.latency.p99Ms) : '-',
-      best ? '' : 'over budget',
+      [c.setting, best ? '' : 'over budget'].filter(Boolean).join('; '),
     ];
   });
   const budget =
@@ -153,5 +153,8 @@ function tuneReport(r: TuneResult, style: TextStyle): string {
     '',
     style.bold('recommended serving.properties'),
     servingPropertiesText(r).trimEnd(),
+    ...(configPropertiesText(r)
+      ? ['', style.bold('recommended config.properties'), configPropertiesText(r).trimEnd()]
+      : []),
   ].join('\n');
 }

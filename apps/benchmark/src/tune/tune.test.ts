@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { SERVING_SETTINGS } from '@kiln/core';
 import { probeOrt } from '@kiln/engine-onnxruntime';
 import { mlpModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
@@ -60,7 +61,9 @@ describe.skipIf(!run)('--tune on a real ONNX model', () => {
     expect(result.inputs).toBe('(1,32)f');
     // One split without batching, batch 4 at the first delay (closed loop); then, only if
     // batch 4 won, each delay at a fixed rate (open loop).
-    const tried = result.candidates.map((c) => `${c.batchSize}/${c.maxBatchDelayMs}/${c.load}`);
+    // The pinning step (where Kiln declares cpu_pinning) adds candidates with a setting.
+    const swept = result.candidates.filter((c) => c.setting === undefined);
+    const tried = swept.map((c) => `${c.batchSize}/${c.maxBatchDelayMs}/${c.load}`);
     expect(tried.slice(0, 2)).toEqual(['1/0/concurrency', '4/1/concurrency']);
     const batched =
       result.candidates[1]!.best !== undefined &&
@@ -83,18 +86,24 @@ describe.skipIf(!run)('--tune on a real ONNX model', () => {
     if (recommended.load === 'concurrency') {
       // Nothing tried in the closed loop beat it by more than noise.
       const top = Math.max(
-        ...result.candidates
-          .filter((c) => c.load === 'concurrency')
-          .map((c) => c.best?.throughput ?? 0),
+        ...swept.filter((c) => c.load === 'concurrency').map((c) => c.best?.throughput ?? 0),
       );
       expect(recommended.best!.throughput * 1.05).toBeGreaterThanOrEqual(top);
     }
+    const declared = (key: string) => SERVING_SETTINGS.some((d) => d.key === key);
     expect(result.properties).toEqual({
       batch_size: String(recommended.batchSize),
       max_batch_delay: String(recommended.maxBatchDelayMs),
       minWorkers: '1',
       maxWorkers: '1',
       'option.intraOpNumThreads': String(recommended.threads),
+      // The MLP has no dynamic axis but the batch: no batchifier keys.
+      ...(declared('warmup_batch_sizes')
+        ? { warmup_batch_sizes: [...new Set([1, recommended.batchSize])].join(',') }
+        : {}),
+      ...(declared('cpu_pinning') && process.platform === 'linux'
+        ? { cpu_pinning: expect.stringMatching(/^(true|false)$/) }
+        : {}),
     });
     expect(servingPropertiesText(result)).toMatch(
       /^# kiln-bench --tune for mlp[\s\S]*\nbatch_size=\d+\n/,

@@ -1,5 +1,7 @@
 import os from 'node:os';
+import type { ServingInput, TensorDescriptor } from '@kiln/core';
 import { type InputFile, benchInput } from '../inputs/bench-input.js';
+import { specsFromSignature } from '../inputs/synthetic-tensors.js';
 import { openModelPool } from '../inprocess/model-pool.js';
 import { levelResult } from '../load/level-result.js';
 import { type MeasureOptions, measureConcurrency, measureRate } from '../load/measure-level.js';
@@ -7,7 +9,18 @@ import type { InputSpec } from '../options/shapes.js';
 import { NO_PROGRESS, type ProgressReporter } from '../progress.js';
 import type { LevelResult, TuneCandidate, TuneResult } from '../results.js';
 import type { StabilityRule } from '../stats/stability.js';
-import { recommendedProperties } from './recommendation.js';
+import {
+  type TunedExtras,
+  declaredKey,
+  recommendedConfigProperties,
+  recommendedProperties,
+} from './recommendation.js';
+import {
+  bucketBoundaries,
+  dynamicAxes,
+  maxLengthOf,
+  variableLengthInputs,
+} from './sequence-inputs.js';
 
 export interface TuneOptions {
   readonly url: string;
@@ -38,6 +51,20 @@ interface Config {
   readonly threads: number;
 }
 
+/** What one of the last steps changes from the recommended configuration. */
+interface Variant {
+  /** Shown in reports (`batchifier=bucket, variable lengths`). */
+  readonly setting: string;
+  /** serving.properties keys added to the model's. */
+  readonly overrides?: Readonly<Record<string, string>>;
+  /** Requests sent in turn instead of the one input. */
+  readonly inputs?: readonly ServingInput[];
+  readonly pinCores?: boolean;
+}
+
+/** Requests of the variable-length step: enough to cycle through every length a few times. */
+const VARIABLE_REQUESTS = 256;
+
 /** How a configuration is loaded: closed-loop clients, or requests arriving at a fixed rate. */
 type Load = { readonly mode: 'concurrency' } | { readonly mode: 'rate'; readonly rate: number };
 
@@ -55,6 +82,9 @@ const DELAY_LOAD = 0.5;
  * 3. `max_batch_delay` for the best batch. Closed-loop clients fill batches at once, so a
  * delay only shows its worth when requests arrive on their own: each delay is offered half of
  * the best throughput at a fixed rate, and the lowest P99 wins.
+ * Then, on the recommended configuration: 4. for a model with a dynamic non-batch axis
+ * (sequence length), requests of varying lengths with `batchifier=stack` against `bucket`;
+ * 5. where Kiln declares `cpu_pinning`, pinned workers against unpinned (Linux).
  * A more complex choice must beat a simpler one by 5%, more than run-to-run noise.
  */
 export async function runTune(options: TuneOptions): Promise<TuneResult> {
@@ -73,32 +103,47 @@ export async function runTune(options: TuneOptions): Promise<TuneResult> {
     maxWindows: options.maxWindows,
     ...(options.stability ? { stability: options.stability } : {}),
   };
-  progress.start(splits.length + batchSizes.filter((b) => b > 1).length + delays.length, 'tuning');
+  // At most four more: two batchifiers under variable lengths, pinned and not.
+  progress.start(
+    splits.length + batchSizes.filter((b) => b > 1).length + delays.length + 4,
+    'tuning',
+  );
 
   const candidates: TuneCandidate[] = [];
   let engine = options.engine ?? '';
   let model = '';
-  const tryConfig = async (config: Config, load: Load): Promise<TuneCandidate> => {
+  let signature: readonly TensorDescriptor[] = [];
+  const tryConfig = async (
+    config: Config,
+    load: Load,
+    variant: Variant | undefined = undefined,
+  ): Promise<TuneCandidate> => {
     progress.update(
       candidates.length,
-      `batch ${config.batchSize}, delay ${config.maxBatchDelayMs} ms, ${config.workers}×${config.threads}`,
+      `batch ${config.batchSize}, delay ${config.maxBatchDelayMs} ms, ${config.workers}×${config.threads}` +
+        (variant ? `, ${variant.setting}` : ''),
     );
     const opened = await openModelPool({
       url: options.url,
       engine: options.engine,
-      overrides: options.overrides ?? {},
+      overrides: { ...options.overrides, ...variant?.overrides },
       workers: config.workers,
       threads: config.threads,
       batchSize: config.batchSize,
       maxBatchDelayMs: config.maxBatchDelayMs,
       queueSize: Math.max(maxConcurrency * 2, 1000),
+      ...(variant?.pinCores === undefined ? {} : { pinCores: variant.pinCores }),
     });
     engine = opened.engine;
     model = opened.model;
+    signature = opened.pool.signature()?.inputs ?? signature;
+    const inputs = variant?.inputs ?? [input.value];
+    let next = 0;
+    const predict = () => opened.pool.predict(inputs[next++ % inputs.length]!);
     try {
       // The first runs allocate; they are not part of any level.
-      for (let i = 0; i < config.workers * 2; i++) await opened.pool.predict(input.value);
-      const send = async () => void (await opened.pool.predict(input.value));
+      for (let i = 0; i < Math.max(config.workers * 2, inputs.length); i++) await predict();
+      const send = async () => void (await predict());
       const levels: LevelResult[] = [];
       if (load.mode === 'rate') {
         const measured = await measureRate(send, load.rate, {
@@ -116,6 +161,7 @@ export async function runTune(options: TuneOptions): Promise<TuneResult> {
       }
       const candidate: TuneCandidate = {
         ...config,
+        ...(variant ? { setting: variant.setting } : {}),
         load: load.mode,
         levels,
         best: bestLevel(levels, options.latencyBudgetMs),
@@ -159,6 +205,30 @@ export async function runTune(options: TuneOptions): Promise<TuneResult> {
     }
     if (chosen?.best) recommended = chosen;
   }
+  const extras: TunedExtras = {};
+  if (recommended) {
+    const config = {
+      workers: recommended.workers,
+      threads: recommended.threads,
+      batchSize: recommended.batchSize,
+      maxBatchDelayMs: recommended.maxBatchDelayMs,
+    };
+    const axes = dynamicAxes(signature);
+    if (axes.length > 0 && !options.inputFile) {
+      // One request a run has nothing to pad: the default is written as chosen.
+      extras.sequences =
+        recommended.batchSize > 1 ? await tuneSequences(config, axes) : { batchifier: 'stack' };
+    }
+    if (declaredKey('cpu_pinning') && process.platform === 'linux') {
+      const concurrency = { mode: 'concurrency' } as const;
+      const loose = await tryConfig(config, concurrency, { setting: 'unpinned', pinCores: false });
+      const pinned = await tryConfig(config, concurrency, {
+        setting: 'cpu_pinning=true',
+        pinCores: true,
+      });
+      extras.pinned = higherThroughput(loose, pinned) === pinned;
+    }
+  }
   progress.stop();
   return {
     kind: 'tune',
@@ -169,8 +239,50 @@ export async function runTune(options: TuneOptions): Promise<TuneResult> {
     latencyBudgetMs: options.latencyBudgetMs,
     candidates,
     recommended,
-    properties: recommended ? recommendedProperties(recommended, engine) : {},
+    properties: recommended ? recommendedProperties(recommended, engine, extras) : {},
+    configProperties: recommended ? recommendedConfigProperties(extras) : {},
   };
+
+  /**
+   * Step 4: the same configuration under requests of varying lengths, stacked (the default:
+   * only equal lengths share a forward) against padded in length buckets; the batchifier
+   * keys of the one that wins.
+   */
+  async function tuneSequences(
+    config: Config,
+    axes: ReturnType<typeof dynamicAxes>,
+  ): Promise<Record<string, string>> {
+    const specs = options.inputs ?? specsFromSignature(signature);
+    const maxLength = maxLengthOf(specs, axes);
+    const inputs = variableLengthInputs(specs, axes, VARIABLE_REQUESTS, maxLength);
+    const padAxes = [...new Set(axes.map((a) => a.axis))].sort((a, b) => a - b);
+    const bucket = {
+      batchifier: 'bucket',
+      bucket_boundaries: bucketBoundaries(maxLength).join(','),
+      bucket_by: axes[0]!.name,
+      ...(padAxes.length === 1 && padAxes[0] === 1 ? {} : { pad_axes: padAxes.join(',') }),
+    };
+    const lengths = `lengths 1–${maxLength}`;
+    const stacked = await tryConfig(
+      config,
+      { mode: 'concurrency' },
+      {
+        setting: `batchifier=stack, ${lengths}`,
+        overrides: { batchifier: 'stack' },
+        inputs,
+      },
+    );
+    const bucketed = await tryConfig(
+      config,
+      { mode: 'concurrency' },
+      {
+        setting: `batchifier=bucket, ${lengths}`,
+        overrides: bucket,
+        inputs,
+      },
+    );
+    return higherThroughput(stacked, bucketed) === bucketed ? bucket : { batchifier: 'stack' };
+  }
 }
 
 /**
