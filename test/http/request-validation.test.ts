@@ -273,6 +273,41 @@ describe('v2 parameters must be JSON objects', () => {
     );
     expect(served.status).toBe(200);
   });
+
+  it('refuses generation parameters Kiln would ignore, on /predictions and v2 generate', async () => {
+    const lmiError = async (body: unknown) => {
+      const answer = await jsonOf(await post('/predictions/gpt', body));
+      expect(answer.status, JSON.stringify(answer.body)).toBe(400);
+      return expectCleanError(answer.body);
+    };
+    expect(await lmiError({ inputs: 'Hi', parameters: { typical_p: 0.5 } })).toMatch(
+      /parameter typical_p is not supported/,
+    );
+    expect(await lmiError({ inputs: 'Hi', parameters: { max_new_token: 3 } })).toMatch(
+      /did you mean max_new_tokens/,
+    );
+    expect(await lmiError({ inputs: 'Hi', prompt: 'Hi' })).toMatch(/unknown field prompt/);
+    expect(await lmiError({ inputs: 'Hi', stream: 'true' })).toMatch(
+      /stream must be true or false/,
+    );
+    expect(await v2Error('/v2/models/gpt/generate', { text_input: 'Hi', beam_width: 4 })).toMatch(
+      /unknown parameter beam_width/,
+    );
+    expect(
+      await v2Error('/v2/models/gpt/generate', {
+        text_input: 'Hi',
+        parameters: { return_full_text: true },
+      }),
+    ).toMatch(/return_full_text is not supported/);
+    // The values clients send by default still serve.
+    const served = await jsonOf(
+      await post('/predictions/gpt', {
+        inputs: 'Hi',
+        parameters: { max_new_tokens: 3, details: true, return_full_text: false },
+      }),
+    );
+    expect(served.status).toBe(200);
+  });
 });
 
 describe('the official openai client', () => {

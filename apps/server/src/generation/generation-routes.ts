@@ -33,6 +33,9 @@ function text(body: Record<string, unknown>, key: string): string {
  * events) and OpenAI's `/v1/completions` and `/v1/chat/completions`. Mounted before the
  * inference routes: a prediction for a model that does not generate text passes on to them.
  */
+/** The fields of a DJL LMI request body (`/predictions/{model}`). */
+const LMI_BODY_KEYS = new Set(['inputs', 'parameters', 'stream']);
+
 export function generationRoutes(server: ServerContext): Router {
   const router = new Router();
 
@@ -46,6 +49,14 @@ export function generationRoutes(server: ServerContext): Router {
         'inputs must be one string; send one request per prompt',
       );
     const prompt = text(body, 'inputs');
+    const extra = Object.keys(body).find((key) => !LMI_BODY_KEYS.has(key));
+    if (extra !== undefined)
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `unknown field ${extra}: a generation request has inputs, parameters and stream`,
+      );
+    if (body.stream !== undefined && typeof body.stream !== 'boolean')
+      throw new KilnError(KilnErrorCode.InvalidInput, 'stream must be true or false');
     const parameters = parseGenerationParameters(body.parameters);
     const accept = ctx.get('accept');
     const streamed = body.stream === true || /jsonlines|x-ndjson/.test(accept);
@@ -79,16 +90,13 @@ export function generationRoutes(server: ServerContext): Router {
     const body = await readJsonObject(ctx, server);
     const prompt = text(body, 'text_input');
     // Parameters may sit at the top level (Triton) or under "parameters".
-    const { text_input: _, parameters: nested, ...top } = body;
+    const { text_input: _, parameters: nested, max_tokens: maxTokens, ...top } = body;
     if (nested !== undefined && (typeof nested !== 'object' || !nested || Array.isArray(nested)))
       throw new KilnError(KilnErrorCode.InvalidInput, '"parameters" must be a JSON object');
-    if (
-      top.max_tokens != null &&
-      !(Number.isInteger(top.max_tokens) && Number(top.max_tokens) >= 1)
-    )
+    if (maxTokens != null && !(Number.isInteger(maxTokens) && Number(maxTokens) >= 1))
       throw new KilnError(KilnErrorCode.InvalidInput, 'max_tokens must be an integer >= 1');
     const parameters = parseGenerationParameters({
-      max_new_tokens: top.max_tokens,
+      max_new_tokens: maxTokens,
       ...top,
       ...(nested as object | undefined),
     });

@@ -1,4 +1,5 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
+import { closestKey } from '../settings/setting-declaration.js';
 
 /** What a text-generation request asks for, in Hugging Face / DJL LMI terms. */
 export interface GenerationParameters {
@@ -15,11 +16,71 @@ export interface GenerationParameters {
 /** DJL LMI's default `max_new_tokens`. */
 export const DEFAULT_MAX_NEW_TOKENS = 30;
 
+/** The parameters Kiln's sampler and scheduler act on. */
+const READ = [
+  'max_new_tokens',
+  'do_sample',
+  'temperature',
+  'top_k',
+  'top_p',
+  'repetition_penalty',
+  'seed',
+  'stop',
+  'stop_sequences',
+];
+
+/**
+ * Parameters of Hugging Face TGI and DJL LMI that Kiln does not implement, each with the
+ * values that ask for nothing (what leaving it out means), so that clients sending their
+ * defaults are still served; any other value is refused rather than ignored.
+ */
+const UNIMPLEMENTED: Readonly<Record<string, (value: unknown) => boolean>> = {
+  // Kiln's answers always carry their details.
+  details: (v) => typeof v === 'boolean',
+  return_full_text: (v) => v === false,
+  decoder_input_details: (v) => v === false,
+  watermark: (v) => v === false,
+  best_of: (v) => v === 1,
+  num_beams: (v) => v === 1,
+  typical_p: (v) => v === 1,
+  truncate: () => false,
+  top_n_tokens: (v) => v === 0,
+  frequency_penalty: (v) => v === 0,
+  presence_penalty: (v) => v === 0,
+  length_penalty: (v) => v === 1,
+  min_new_tokens: (v) => v === 0,
+  no_repeat_ngram_size: (v) => v === 0,
+  ignore_eos_token: (v) => v === false,
+  logprobs: (v) => v === false,
+  grammar: () => false,
+  adapters: () => false,
+};
+
+/** Refuses a parameter Kiln would otherwise ignore, naming it (and the closest one it reads). */
+function refuseIgnored(p: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(p)) {
+    if (value === undefined || value === null || READ.includes(key)) continue;
+    const askNothing = UNIMPLEMENTED[key];
+    if (askNothing?.(value)) continue;
+    if (askNothing)
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `parameter ${key} is not supported by Kiln (leave it out, or send the value that asks for nothing)`,
+      );
+    const closest = closestKey(key, READ);
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `unknown parameter ${key}${closest ? ` (did you mean ${closest}?)` : ''}; Kiln reads ${READ.join(', ')}`,
+    );
+  }
+}
+
 /**
  * Reads generation parameters from a request's `parameters` object (snake_case:
  * `max_new_tokens`, `temperature`, `top_k`, `top_p`, `repetition_penalty`, `seed`, `stop`,
- * `do_sample`). Wrong types are refused with INVALID_INPUT naming the key; ranges are
- * checked where the sampler is made.
+ * `do_sample`). Wrong types are refused with INVALID_INPUT naming the key, and so is any
+ * other key unless its value asks for nothing: a parameter is never silently ignored.
+ * Ranges are checked where the sampler is made.
  */
 export function parseGenerationParameters(
   raw: unknown,
@@ -29,6 +90,7 @@ export function parseGenerationParameters(
   if (typeof raw !== 'object' || Array.isArray(raw))
     throw new KilnError(KilnErrorCode.InvalidInput, 'parameters must be a JSON object');
   const p = raw as Record<string, unknown>;
+  refuseIgnored(p);
   const number = (key: string): number | undefined => {
     const value = p[key];
     if (value === undefined || value === null) return undefined;
