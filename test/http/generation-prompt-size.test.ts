@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,7 +100,7 @@ function p99(times: readonly number[]): number {
 async function floodWhilePinging(bytes: number) {
   await pings(Promise.resolve(), 20); // connections and code warmed up
   const idle = await pings(Promise.resolve(), 100);
-  const flood = new Promise<{ route: string; status: number; body: string }[]>(
+  const flood = new Promise<{ route: string; status: number; body: string; ms: number }[]>(
     (resolve, reject) => {
       execFile(
         process.execPath,
@@ -128,6 +129,10 @@ describe('a long prompt never holds the server', () => {
           /generation body limit from max_prompt_bytes \(\d+ bytes\)/,
         );
       }
+      // Printed for the record (issue #34's goal: within 2× idle, each refusal under 1 s).
+      console.log(
+        `${_label} prompts × ${CLIENTS}: /ping p99 loaded ÷ idle ${(p99(loaded) / p99(idle)).toFixed(2)} (${p99(loaded).toFixed(2)} ÷ ${p99(idle).toFixed(2)} ms), slowest refusal ${Math.max(...answers.map((a) => a.ms))} ms, load ${os.loadavg()[0]!.toFixed(2)}`,
+      );
       // Ratios, not absolute times (the old server gave /ping nothing for seconds on end);
       // generous, as the flood's process shares the cores with the server's.
       expect(p99(loaded) / p99(idle)).toBeLessThan(10);

@@ -1,7 +1,8 @@
 // Sends CLIENTS text-generation requests at once, each with a prompt of BYTES 'a's, over the
 // four generation APIs in turn, from a process of its own: a test then measures the server's
 // event loop alone, not the cost of building and sending the bodies. Prints one JSON array of
-// { route, status, body } (status 0: the connection closed without an answer).
+// { route, status, body, ms } (status 0: the connection closed without an answer; ms from
+// connecting to the answer).
 // Usage: node prompt-flood.mjs BASE_URL CLIENTS BYTES
 import net from 'node:net';
 
@@ -30,6 +31,7 @@ const routes = [
 ].map(([route, body]) => ({ route, bytes: request(route, body) }));
 
 function send({ route, bytes: data }) {
+  const started = performance.now();
   return new Promise((resolve) => {
     const socket = net.connect(Number(port), hostname);
     const chunks = [];
@@ -43,7 +45,8 @@ function send({ route, bytes: data }) {
       const text = Buffer.concat(chunks).toString('utf8');
       const split = text.indexOf('\r\n\r\n');
       const status = split < 0 ? 0 : Number(text.slice(0, split).split(' ')[1]);
-      resolve({ route, status, body: split < 0 ? '' : text.slice(split + 4) });
+      const ms = Math.round(performance.now() - started);
+      resolve({ route, status, body: split < 0 ? '' : text.slice(split + 4), ms });
     };
     // The head and a first piece, then the rest unless the server answered meanwhile (as
     // curl waits after `Expect: 100-continue`): a server that refuses a body unread closes
