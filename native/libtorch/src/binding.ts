@@ -81,6 +81,11 @@ export interface ForwardSettings {
   recordOps?: boolean;
   /** Return the graph the executor ran. */
   captureGraph?: boolean;
+  /**
+   * Core pinning (Linux): the forward's thread and its intra-op threads run on these logical
+   * CPUs, intra-op thread i on `cpuAffinity[i % length]`; absent leaves them where they are.
+   */
+  cpuAffinity?: readonly number[];
 }
 
 /** What was in force on the forward's thread, read back there after it ran. */
@@ -92,6 +97,8 @@ export interface ObservedSettings {
   readonly cudnnBenchmark: boolean;
   /** A small number naming the thread that ran the forward (1, 2, … in order of first use). */
   readonly thread: number;
+  /** The logical CPUs the forward's thread may run on (Linux; empty elsewhere). */
+  readonly cpuAffinity: readonly number[];
 }
 
 export interface OpRecord {

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "runtime.h"
 
@@ -27,9 +28,12 @@ struct ForwardSettings {
   bool record_ops = false;
   // Return the graph the executor ran (torch::jit::lastExecutedOptimizedGraph).
   bool capture_graph = false;
+  // Core pinning: the forward's thread and its intra-op (OpenMP) threads run on these logical
+  // CPUs, thread i on cpu_affinity[i % size]; empty leaves them where they are.
+  std::vector<int> cpu_affinity;
 
   // JavaScript thread. Reads `{ graphOptimizer, numThreads, mkldnn, cudnn, cudnnBenchmark,
-  // nativeOutputs, recordOps, captureGraph }`; absent fields keep their defaults.
+  // nativeOutputs, recordOps, captureGraph, cpuAffinity }`; absent fields keep their defaults.
   static ForwardSettings FromJs(const Napi::Value& options);
 };
 
@@ -40,6 +44,8 @@ struct ObservedSettings {
   BackendState backend;
   // A small number naming the thread (1, 2, … in order of first use).
   int64_t thread;
+  // The logical CPUs the forward's thread may run on (Linux; empty elsewhere).
+  std::vector<int> affinity;
 };
 
 // Pool thread: puts `settings` in force for the calling thread.

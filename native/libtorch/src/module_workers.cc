@@ -121,6 +121,11 @@ Napi::Value ForwardWorker::Result(Napi::Env env) {
   observed.Set("cudnn", observed_.backend.cudnn);
   observed.Set("cudnnBenchmark", observed_.backend.cudnn_benchmark);
   observed.Set("thread", Napi::Number::New(env, static_cast<double>(observed_.thread)));
+  Napi::Array affinity = Napi::Array::New(env, observed_.affinity.size());
+  for (size_t i = 0; i < observed_.affinity.size(); ++i) {
+    affinity.Set(static_cast<uint32_t>(i), Napi::Number::New(env, observed_.affinity[i]));
+  }
+  observed.Set("cpuAffinity", affinity);
   result.Set("observed", observed);
   result.Set("startedUs", started_us_);
   result.Set("finishedUs", finished_us_);

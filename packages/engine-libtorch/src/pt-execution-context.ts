@@ -44,6 +44,11 @@ export class PtExecutionContext implements ExecutionContext {
     private readonly model: PtModel,
     private readonly native: ContextWrap,
     intraOpThreads: number | undefined,
+    /**
+     * Cores its forward thread and intra-op threads run on (core pinning), one thread each,
+     * put in force by the addon on the context's thread before its first forward.
+     */
+    readonly pinnedCores: readonly number[] | undefined = undefined,
   ) {
     const s = model.settings;
     this.settings = {
@@ -52,6 +57,7 @@ export class PtExecutionContext implements ExecutionContext {
       mkldnn: s.useMkldnn,
       cudnn: s.useCudnn,
       cudnnBenchmark: s.cudnnBenchmark,
+      ...(pinnedCores?.length ? { cpuAffinity: pinnedCores } : {}),
     };
   }
 

@@ -166,7 +166,12 @@ export class PtModel implements Model {
   async newExecutionContext(options: ExecutionContextOptions = {}): Promise<PtExecutionContext> {
     this.contexts.assertOpen();
     return this.contexts.track(
-      new PtExecutionContext(this, this.module.createContext(), options.intraOpThreads),
+      new PtExecutionContext(
+        this,
+        this.module.createContext(),
+        options.intraOpThreads,
+        this.device.type === 'cpu' ? options.cpuCores : undefined,
+      ),
     );
   }
 

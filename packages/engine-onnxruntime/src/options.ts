@@ -49,6 +49,11 @@ export interface OrtSessionConfig {
    * default); undefined keeps them for the process only.
    */
   readonly optimizedModelCache: string | undefined;
+  /**
+   * Cores this session's intra-op threads run on, one each (the worker pool's core pinning):
+   * set per execution context, never from options. Threads beyond the cores wrap around.
+   */
+  readonly cpuCores?: readonly number[] | undefined;
 }
 
 export const DEFAULT_SESSION_CONFIG: OrtSessionConfig = Object.freeze({
@@ -197,9 +202,9 @@ export function toSessionOptions(
       : { name: config.ortDevice, deviceId: config.deviceId };
   return {
     executionProviders: [provider],
-    ...(config.intraOpNumThreads === undefined
+    ...(intraOpThreadsOf(config) === undefined
       ? {}
-      : { intraOpNumThreads: config.intraOpNumThreads }),
+      : { intraOpNumThreads: intraOpThreadsOf(config) }),
     ...(config.interOpNumThreads === undefined
       ? {}
       : { interOpNumThreads: config.interOpNumThreads }),
@@ -211,15 +216,42 @@ export function toSessionOptions(
       ? {}
       : { optimizedModelFilePath: config.optimizedModelFilePath }),
     ...(config.logSeverityLevel === undefined ? {} : { logSeverityLevel: config.logSeverityLevel }),
-    ...(config.allowSpinning === undefined ? {} : { extra: spinningEntries(config.allowSpinning) }),
+    ...sessionEntries(config),
     ...(config.profiling && profileFilePrefix ? { enableProfiling: true, profileFilePrefix } : {}),
   };
 }
 
-/** ONNX Runtime's config keys session.intra_op.allow_spinning and session.inter_op.allow_spinning. */
-function spinningEntries(allow: boolean): Record<string, unknown> {
-  const value = allow ? '1' : '0';
-  return { session: { intra_op: { allow_spinning: value }, inter_op: { allow_spinning: value } } };
+/** A pinned CPU session runs one intra-op thread per core unless the user chose. */
+function intraOpThreadsOf(config: OrtSessionConfig): number | undefined {
+  const pinned = config.ortDevice === 'cpu' && config.cpuCores?.length;
+  return config.intraOpNumThreads ?? (pinned ? config.cpuCores!.length : undefined);
+}
+
+/** ONNX Runtime's `session.*` config entries: spinning, and pinned threads' affinities. */
+function sessionEntries(config: OrtSessionConfig): { extra?: Record<string, unknown> } {
+  const session: Record<string, unknown> = {};
+  if (config.allowSpinning !== undefined) {
+    const value = config.allowSpinning ? '1' : '0';
+    session.intra_op = { allow_spinning: value };
+    session.inter_op = { allow_spinning: value };
+  }
+  const threads = intraOpThreadsOf(config);
+  if (config.ortDevice === 'cpu' && config.cpuCores?.length && threads && threads > 1)
+    session.intra_op_thread_affinities = threadAffinities(config.cpuCores, threads);
+  return Object.keys(session).length > 0 ? { extra: { session } } : {};
+}
+
+/**
+ * `session.intra_op_thread_affinities`: one core for each intra-op thread but the first (the
+ * calling thread, which ONNX Runtime leaves alone: the worker pinned it already), threads
+ * split by `;`, processors numbered from 1 (ONNX Runtime refuses 0): cores [4, 5, 6] and 3
+ * threads give `6;7`.
+ */
+export function threadAffinities(cores: readonly number[], threads: number): string {
+  const entries: string[] = [];
+  for (let thread = 1; thread < threads; thread++)
+    entries.push(String(cores[thread % cores.length]! + 1));
+  return entries.join(';');
 }
 
 /** `false` (or `none`) keeps optimized models for the process only; else an absolute folder. */

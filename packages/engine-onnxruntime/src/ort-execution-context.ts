@@ -22,6 +22,8 @@ export class OrtExecutionContext implements ExecutionContext {
     private readonly session: SessionRunner,
     /** Called once the session is closed, so its model stops counting this context. */
     private readonly onClose: (context: OrtExecutionContext) => void = () => undefined,
+    /** Cores its intra-op threads were placed on, one each. */
+    readonly pinnedCores: readonly number[] | undefined = undefined,
   ) {}
 
   get inputs() {

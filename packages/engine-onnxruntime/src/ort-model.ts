@@ -14,6 +14,16 @@ import { type OrtSessionConfig, parseSessionConfig } from './options.js';
 import { SessionRunner } from './session-runner.js';
 import type { WeightSharing } from './shared-weights.js';
 
+/** What makes a session fit a context: its thread count and the cores they are placed on. */
+interface ContextSettings {
+  readonly intraOpNumThreads: number | undefined;
+  readonly cpuCores: readonly number[] | undefined;
+}
+
+function contextSettings(config: OrtSessionConfig): ContextSettings {
+  return { intraOpNumThreads: config.intraOpNumThreads, cpuCores: config.cpuCores };
+}
+
 export interface OrtModelSettings {
   readonly sessionDefaults?: Partial<OrtSessionConfig>;
 }
@@ -38,7 +48,7 @@ export class OrtModel implements Model {
     readonly outputs: readonly TensorDescriptor[],
     private readonly bytes: number,
     private readonly weightSharing: WeightSharing,
-    private spare: { session: SessionRunner; intraOpNumThreads: number | undefined } | undefined,
+    private spare: { session: SessionRunner; settings: ContextSettings } | undefined,
   ) {
     this.contexts = new OpenContexts(name);
   }
@@ -55,6 +65,7 @@ export class OrtModel implements Model {
     const first = {
       ...config,
       intraOpNumThreads: config.intraOpNumThreads ?? request.intraOpThreads,
+      cpuCores: request.cpuCores,
     };
     const session = await SessionRunner.create(modelPath, first);
     const { size } = await stat(modelPath);
@@ -69,7 +80,7 @@ export class OrtModel implements Model {
       session.outputs,
       size,
       session.weightSharing,
-      { session, intraOpNumThreads: first.intraOpNumThreads },
+      { session, settings: contextSettings(first) },
     );
   }
 
@@ -82,16 +93,22 @@ export class OrtModel implements Model {
     const config: OrtSessionConfig = {
       ...this.config,
       intraOpNumThreads: this.config.intraOpNumThreads ?? options.intraOpThreads,
+      cpuCores: options.cpuCores,
     };
     const spare = this.spare;
     this.spare = undefined;
     let session = spare?.session;
-    if (session && config.intraOpNumThreads !== spare?.intraOpNumThreads) {
+    const wanted = contextSettings(config);
+    if (session && JSON.stringify(wanted) !== JSON.stringify(spare?.settings)) {
       await session.close();
       session = undefined;
     }
     session ??= await SessionRunner.create(this.modelPath, config);
-    return this.contexts.track(new OrtExecutionContext(session, (c) => this.contexts.release(c)));
+    // Intra-op threads are placed on the cores (session.intra_op_thread_affinities).
+    const pinned = this.device.type === 'cpu' ? options.cpuCores : undefined;
+    return this.contexts.track(
+      new OrtExecutionContext(session, (c) => this.contexts.release(c), pinned),
+    );
   }
 
   describe(): Record<string, unknown> {

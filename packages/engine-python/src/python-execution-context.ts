@@ -9,6 +9,7 @@ import {
   type ForwardOptions,
   type NumericDType,
 } from '@kiln/core';
+import { allowedCpusOf, parseCpuList } from './cpu-affinity.js';
 import type { Content } from './frames.js';
 import { PythonWorker, type PythonWorkerOptions } from './python-worker.js';
 import { META_TENSOR, failOnErrorCode, metaTensor, readMeta } from './serving.js';
@@ -56,6 +57,20 @@ export class PythonExecutionContext implements ExecutionContext {
       ...tensors,
       metaTensor({ properties: stringProperties(answer), bytes: answerBytes }),
     ]);
+  }
+
+  /**
+   * The cores its Python process runs on, read back from /proc when it was asked to pin
+   * (`KILN_CPU_CORES`, which the worker applies with sched_setaffinity before anything else);
+   * undefined when it was not asked, or the mask is not the one asked for.
+   */
+  get pinnedCores(): readonly number[] | undefined {
+    const asked = this.workerOptions.env?.KILN_CPU_CORES;
+    const pid = this.worker?.pid;
+    if (!asked || pid === undefined) return undefined;
+    const allowed = allowedCpusOf(pid);
+    const wanted = parseCpuList(asked);
+    return allowed && allowed.join(',') === wanted.join(',') ? allowed : undefined;
   }
 
   /** Calls whose large contents reached the worker through shared memory. */

@@ -106,6 +106,8 @@ export class PythonModel implements Model {
         ...this.settings,
         env: {
           ...workerEnv(this.settings.env, options.intraOpThreads),
+          // Core pinning: the worker sets its own affinity before it loads the handler.
+          ...(options.cpuCores ? { KILN_CPU_CORES: options.cpuCores.join(',') } : {}),
           // Last: option.env's own LD_PRELOAD entries are kept behind the allocator.
           ...preloadFor(this.settings.allocatorLibrary, {
             ...process.env,

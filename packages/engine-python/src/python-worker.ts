@@ -210,6 +210,11 @@ export class PythonWorker {
     });
   }
 
+  /** The Python process's id (undefined if it could not be started). */
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
   /** Starts a worker and runs the init call (empty input) within the loading timeout. */
   static async start(options: PythonWorkerOptions): Promise<PythonWorker> {
     const worker = new PythonWorker(options);

@@ -23,7 +23,7 @@ import {
 import { ThreadBackend } from './thread-backend.js';
 import type { WarmupRequest } from './warm-up.js';
 import { type WarmupPlan, servingWarmup, withWarmup } from './warming-backend.js';
-import { THREAD_OPTION_KEYS, coresForSlot, planThreads } from './thread-budget.js';
+import { THREAD_OPTION_KEYS } from './thread-budget.js';
 import type { ModelRecipe } from './worker-protocol.js';
 import { type BackendFactory, WorkerPool } from './worker-pool.js';
 
@@ -222,8 +222,15 @@ function sharedPool<I, O>(
     settings: resolveWorkerPoolSettings(options.settings),
     devices: [device],
     backends: {
-      create: ({ threads }) => {
-        const backend = new InlineBackend(shared, translator, threads, extra.computesElsewhere);
+      // Only engines that compute off this thread can pin: the JS thread itself is shared.
+      create: ({ threads, cores }) => {
+        const backend = new InlineBackend(
+          shared,
+          translator,
+          threads,
+          extra.computesElsewhere,
+          extra.computesElsewhere ? cores : undefined,
+        );
         return warm ? withWarmup(backend, warm) : backend;
       },
     },
@@ -248,7 +255,7 @@ function threadPool(
   const { recipe, sharedHost } = planned;
   let probeAsked = !probing;
   const backends: BackendFactory<ServingInput, ServingOutput> = {
-    create: ({ device, slot, label, threads }) => {
+    create: ({ label, device, threads, cores }) => {
       // Only the pool's first worker times the model (placement auto).
       const probe = probeAsked
         ? undefined
@@ -258,17 +265,12 @@ function threadPool(
             limitUs: settings.inlineForwardLimitUs,
           };
       probeAsked = true;
-      // Pinned cores follow the budget even where the user chose the engine's threads.
-      const width = planThreads({ ...threads, userOmpThreads: undefined }).intraOpThreads ?? 1;
       const backend = new ThreadBackend({
         init: {
           recipe,
           device: formatDevice(device),
           threads,
-          pinCores:
-            settings.pinCores && device.type === 'cpu'
-              ? coresForSlot(slot, width, threads.cores)
-              : undefined,
+          pinCores: cores,
           nice: settings.workerNice,
           ...(probe ? { probe } : {}),
         },

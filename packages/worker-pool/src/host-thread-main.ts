@@ -53,6 +53,8 @@ async function start(id: number, init: WorkerInit): Promise<void> {
   const { registry } = await engineCatalogFor(init.recipe.engines);
   const { load } = init.recipe;
   const plan = planThreads({ ...init.threads, engineOptions: load.request.options });
+  // The thread is pinned; engines that place their own threads (ORT) spread them on its cores.
+  const cpuCores = threadSettings.pinning?.pinned ? threadSettings.pinning.cores : undefined;
   // The pool's group decides the device; the thread budget is known before the model loads.
   const model = await loadResolvedModel(
     {
@@ -61,6 +63,7 @@ async function start(id: number, init: WorkerInit): Promise<void> {
       request: {
         ...load.request,
         ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
+        ...(cpuCores ? { cpuCores } : {}),
       },
     },
     registry,
@@ -75,6 +78,7 @@ async function start(id: number, init: WorkerInit): Promise<void> {
     };
     hosted.predictor = await Predictor.create(model, translator, {
       ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
+      ...(cpuCores ? { cpuCores } : {}),
       onTimings: (t) => (hosted.timings = t),
     });
     const forwardProbe = init.probe

@@ -3,6 +3,7 @@ export * from './worker-pool.js';
 export * from './settings.js';
 export * from './thread-budget.js';
 export * from './cpu-pinning.js';
+export * from './cpu-topology.js';
 export * from './thread-priority.js';
 export * from './pool-events.js';
 export * from './pool-description.js';

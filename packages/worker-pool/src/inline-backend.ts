@@ -27,19 +27,30 @@ export class InlineBackend<I, O> implements WorkerBackend<I, O> {
     private readonly threads: Omit<ThreadPlanRequest, 'engineOptions'>,
     /** The engine's forward runs off this thread (its provider's `execution: 'async'`). */
     readonly computesElsewhere = false,
+    /** Cores for the engine's own threads (LibTorch's forward thread, a Python process). */
+    private readonly cores: readonly number[] | undefined = undefined,
   ) {}
 
   async start(): Promise<WorkerFacts> {
     const plan = planThreads({ ...this.threads, engineOptions: this.model.properties.options });
     this.predictor = await Predictor.create(this.model, this.translator, {
       ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
+      ...(this.cores ? { cpuCores: this.cores } : {}),
       onTimings: (timings) => (this.timings = timings),
     });
+    const pinned = this.predictor.pinnedCores;
     return {
       threadId: undefined,
       intraOpThreads: plan.intraOpThreads,
       threadSource: plan.source,
-      pinning: { pinned: false, reason: 'inline workers share the main thread' },
+      pinning: pinned
+        ? { pinned: true, cores: pinned }
+        : {
+            pinned: false,
+            reason: this.cores
+              ? `the ${this.model.engine} engine does not pin its threads`
+              : 'inline workers share the main thread',
+          },
       priority: undefined,
       engine: this.model.engine,
       model: this.model.describe(),

@@ -67,8 +67,17 @@ export interface WorkerPoolSettings {
   readonly threads: number | undefined;
   /** Cores the pool may use; defaults to what this process may run on. */
   readonly cores: number;
-  /** Pin each thread worker (and the engine threads it starts) to its own cores (Linux). */
+  /**
+   * Pin each CPU worker and its engine's threads to cores of its own (Linux; TorchServe's
+   * `cpu_launcher_enable`): physical cores from /sys, split evenly between the workers.
+   */
   readonly pinCores: boolean;
+  /** With `pinCores`: hyperthread siblings count as cores (`--use_logical_core`). */
+  readonly pinLogicalCores: boolean;
+  /** With `pinCores`: only this NUMA node's cores (`--node_id`). */
+  readonly pinNode: number | undefined;
+  /** With `pinCores`: split the cores into this many sets (`--ninstances`; default: maxWorkers). */
+  readonly pinInstances: number | undefined;
   /**
    * Thread workers run this many steps nicer than the process (Linux), so that the main
    * thread's routing preempts inference when the cores are oversubscribed; 0 turns it off.
@@ -174,6 +183,10 @@ export function resolveWorkerPoolSettings(input: WorkerPoolSettingsInput = {}): 
     threads: input.threads === undefined ? undefined : integer('threads', input.threads, 1),
     cores,
     pinCores: input.pinCores ?? false,
+    pinLogicalCores: input.pinLogicalCores ?? false,
+    pinNode: input.pinNode === undefined ? undefined : integer('pinNode', input.pinNode, 0),
+    pinInstances:
+      input.pinInstances === undefined ? undefined : integer('pinInstances', input.pinInstances, 1),
     workerNice: integer('workerNice', input.workerNice ?? WORKER_POOL_DEFAULTS.workerNice, 0),
     startTimeoutMs: integer(
       'startTimeoutMs',
@@ -212,7 +225,7 @@ export function workerLimitsFor(settings: WorkerPoolSettings, type: DeviceType):
 /**
  * Pool settings written in a model's serving.properties: `batch_size`, `max_batch_delay`,
  * `job_queue_size`, `max_idle_time`, `minWorkers`, `maxWorkers` and their `cpu.`/`gpu.`
- * variants. Keys left out stay unset so that other sources (server defaults) may fill them.
+ * variants, `cpu_pinning`, `cpu_pinning_logical_cores` and `cpu_pinning_node`. Keys left out stay unset so that other sources (server defaults) may fill them.
  */
 export function workerPoolSettingsFromProperties(
   properties: ServingProperties,
@@ -246,7 +259,23 @@ export function workerPoolSettingsFromProperties(
     };
   }
   if (Object.keys(perDevice).length > 0) settings.perDevice = perDevice;
+  const pin = propertySwitch(raw, 'cpu_pinning');
+  if (pin !== undefined) settings.pinCores = pin;
+  const logical = propertySwitch(raw, 'cpu_pinning_logical_cores');
+  if (logical !== undefined) settings.pinLogicalCores = logical;
+  const node = propertyInt(raw, 'cpu_pinning_node');
+  if (node !== undefined) settings.pinNode = node;
   return settings;
+}
+
+function propertySwitch(raw: Readonly<Record<string, string>>, key: string): boolean | undefined {
+  const text = raw[key]?.trim().toLowerCase();
+  if (text === undefined || text === '') return undefined;
+  if (text === 'true' || text === 'false') return text === 'true';
+  throw new KilnError(
+    KilnErrorCode.InvalidConfig,
+    `serving.properties ${key}=${raw[key]} must be true or false`,
+  );
 }
 
 function propertyInt(raw: Readonly<Record<string, string>>, key: string): number | undefined {

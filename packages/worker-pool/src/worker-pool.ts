@@ -10,6 +10,7 @@ import {
 } from '@kiln/batching';
 import { type Device, KilnError, KilnErrorCode } from '@kiln/core';
 import { PoolEvents, type WorkerPoolEvent, type WorkerPoolListener } from './pool-events.js';
+import { type CorePlan, planCores, processCores, readCpuTopology } from './cpu-topology.js';
 import type { ForwardProbe } from './forward-probe.js';
 import type {
   PlacementReport,
@@ -54,6 +55,8 @@ export interface BackendFactory<I, O> {
     slot: number;
     label: string;
     threads: Omit<ThreadPlanRequest, 'engineOptions'>;
+    /** Cores to pin the worker to (`pinCores`, CPU groups); its thread budget is their count. */
+    cores: readonly number[] | undefined;
   }): WorkerBackend<I, O>;
 }
 
@@ -165,6 +168,8 @@ export class WorkerPool<I, O> {
   /** Starts every group's minimum of workers; rejects (after stopping) if one cannot start. */
   async start(): Promise<void> {
     try {
+      // A node that does not exist, or no core to pin to, fails the start with the reason.
+      this.corePlan();
       await Promise.all(this.groups.map((g) => g.fill()));
     } catch (error) {
       await this.shutdown({ drain: false });
@@ -349,11 +354,16 @@ export class WorkerPool<I, O> {
   private createWorker(group: WorkerGroup<I, O>, slot: number): PoolWorker<I, O> {
     const id = this.nextWorkerId++;
     const label = `${this.name} ${group.name} worker ${id}`;
+    const threads = this.threadRequest();
+    const plan = group.device.type === 'cpu' ? this.corePlan() : undefined;
+    const cores = plan ? plan.sets[slot % plan.sets.length] : undefined;
     const backend = this.backends.create({
       device: group.device,
       slot,
       label,
-      threads: this.threadRequest(),
+      // A pinned worker's budget is its own cores.
+      threads: cores ? { ...threads, cores: cores.length, cpuWorkers: 1 } : threads,
+      cores,
     });
     return new PoolWorker(
       id,
@@ -381,6 +391,24 @@ export class WorkerPool<I, O> {
         },
       },
     );
+  }
+
+  /**
+   * With `pinCores`, the cores of each CPU worker slot: the machine's physical cores (logical
+   * ones with `pinLogicalCores`, one node's with `pinNode`) that this process may use, split
+   * evenly between `pinInstances` or the CPU groups' maxWorkers. Undefined when not pinning.
+   */
+  corePlan(): CorePlan | undefined {
+    if (!this.settings.pinCores || process.platform !== 'linux') return undefined;
+    const workers = this.groups
+      .filter((g) => g.device.type === 'cpu')
+      .reduce((sum, g) => sum + g.limits.maxWorkers, 0);
+    return planCores(readCpuTopology(), {
+      workers: this.settings.pinInstances ?? Math.max(1, workers),
+      logicalCores: this.settings.pinLogicalCores,
+      node: this.settings.pinNode,
+      allowed: processCores(),
+    });
   }
 
   /** The pool's side of the thread budget: every group's maximum shares the cores. */

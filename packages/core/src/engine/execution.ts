@@ -21,6 +21,11 @@ export interface ExecutionContext {
    * tables, leaving out the first `skipRuns` runs. Engines without profiling leave it out.
    */
   endProfiling?(options?: { skipRuns?: number }): Promise<unknown>;
+  /**
+   * The cores this context pinned its compute threads to (`cpuCores` honoured); undefined
+   * when it was not asked to or its engine cannot pin.
+   */
+  readonly pinnedCores?: readonly number[] | undefined;
   /** Releases the context (worker thread, native handle). Idempotent. */
   close(): Promise<void>;
 }

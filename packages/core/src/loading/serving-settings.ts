@@ -97,6 +97,25 @@ export const SERVING_SETTINGS: readonly SettingDeclaration[] = [
   { key: 'gpu.minWorkers', ...WORKERS, doc: 'minWorkers per gpu' },
   { key: 'gpu.maxWorkers', ...WORKERS, doc: 'maxWorkers per gpu' },
   {
+    key: 'cpu_pinning',
+    type: 'boolean',
+    default: "config.properties' cpu_launcher_enable (false)",
+    doc: 'pin each CPU worker and its engine threads to physical cores of its own (Linux)',
+  },
+  {
+    key: 'cpu_pinning_logical_cores',
+    type: 'boolean',
+    default: 'false (--use_logical_core)',
+    doc: 'with cpu_pinning, hyperthread siblings count as cores',
+  },
+  {
+    key: 'cpu_pinning_node',
+    type: 'integer',
+    min: 0,
+    default: 'every node (--node_id)',
+    doc: "with cpu_pinning, only this NUMA node's cores",
+  },
+  {
     key: 'max_response_size',
     type: 'integer',
     min: 1,

@@ -34,11 +34,18 @@ export interface ModelLoadRequest {
    * first context takes that session over instead of opening another.
    */
   readonly intraOpThreads?: number;
+  /** Cores the first execution context will be pinned to (see ExecutionContextOptions). */
+  readonly cpuCores?: readonly number[];
 }
 
 export interface ExecutionContextOptions {
   /** Intra-op threads for this context; the worker pool sets it to avoid oversubscription. */
   intraOpThreads?: number;
+  /**
+   * Logical CPUs this context's compute threads should run on (core pinning, Linux). Engines
+   * that pin say so in the context's `pinnedCores`; others leave the threads where they are.
+   */
+  cpuCores?: readonly number[];
 }
 
 /** A loaded model. Predictors are made from it; it is disposed once nothing uses it. */

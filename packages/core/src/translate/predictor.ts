@@ -53,6 +53,11 @@ export class Predictor<I, O> {
     return new Predictor(model, translator, context, translatorContext, options.onTimings);
   }
 
+  /** The cores its execution context pinned its compute threads to, if it did. */
+  get pinnedCores(): readonly number[] | undefined {
+    return this.context.pinnedCores;
+  }
+
   /** `batchPredict([input])[0]`: one code path for one input and many. */
   async predict(input: I, options?: PredictOptions): Promise<O> {
     const [output] = await this.batchPredict([input], options);

@@ -111,8 +111,22 @@ def _positive_int(environ, key):
     return value if value > 0 else None
 
 
+def _pin_to_cores(environ):
+    """Core pinning (cpu_launcher_enable): before the handler imports torch or numpy, so their
+    OpenMP threads inherit the mask; OMP_NUM_THREADS is already the number of cores."""
+    cores = environ.get("KILN_CPU_CORES")
+    if not cores:
+        return
+    try:
+        os.sched_setaffinity(0, {int(core) for core in cores.split(",")})
+    except (AttributeError, OSError, ValueError) as error:
+        # Node reads the mask back and reports the worker unpinned.
+        print(f"cannot pin to cores {cores}: {error}", file=sys.stderr, flush=True)
+
+
 def main():
     model_dir, entry_point, handler_name, device_id = sys.argv[1:5]
+    _pin_to_cores(os.environ)
     channel = FrameChannel(3, 4)
     region, answers = open_shared_regions(os.environ)
     # Bytes one request's answer may hold (max_response_size); a batch's answer, that many times
