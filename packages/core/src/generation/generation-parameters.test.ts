@@ -59,5 +59,6 @@ describe('parseGenerationParameters', () => {
       /unknown parameter max_new_token \(did you mean max_new_tokens\?\)/,
     );
     expect(() => parseGenerationParameters({ banana: 1 })).toThrow(/unknown parameter banana;/);
+    expect(() => parseGenerationParameters({ constructor: 1 })).toThrow(/unknown parameter/);
   });
 });

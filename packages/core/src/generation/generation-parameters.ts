@@ -34,35 +34,37 @@ const READ = [
  * values that ask for nothing (what leaving it out means), so that clients sending their
  * defaults are still served; any other value is refused rather than ignored.
  */
-const UNIMPLEMENTED: Readonly<Record<string, (value: unknown) => boolean>> = {
-  // Kiln's answers always carry their details.
-  details: (v) => typeof v === 'boolean',
-  return_full_text: (v) => v === false,
-  decoder_input_details: (v) => v === false,
-  watermark: (v) => v === false,
-  best_of: (v) => v === 1,
-  num_beams: (v) => v === 1,
-  typical_p: (v) => v === 1,
-  truncate: () => false,
-  top_n_tokens: (v) => v === 0,
-  frequency_penalty: (v) => v === 0,
-  presence_penalty: (v) => v === 0,
-  length_penalty: (v) => v === 1,
-  min_new_tokens: (v) => v === 0,
-  no_repeat_ngram_size: (v) => v === 0,
-  ignore_eos_token: (v) => v === false,
-  logprobs: (v) => v === false,
-  grammar: () => false,
-  adapters: () => false,
-};
+const UNIMPLEMENTED = new Map<string, (value: unknown) => boolean>(
+  Object.entries({
+    // Kiln's answers always carry their details.
+    details: (v) => typeof v === 'boolean',
+    return_full_text: (v) => v === false,
+    decoder_input_details: (v) => v === false,
+    watermark: (v) => v === false,
+    best_of: (v) => v === 1,
+    num_beams: (v) => v === 1,
+    typical_p: (v) => v === 1,
+    truncate: () => false,
+    top_n_tokens: (v) => v === 0,
+    frequency_penalty: (v) => v === 0,
+    presence_penalty: (v) => v === 0,
+    length_penalty: (v) => v === 1,
+    min_new_tokens: (v) => v === 0,
+    no_repeat_ngram_size: (v) => v === 0,
+    ignore_eos_token: (v) => v === false,
+    logprobs: (v) => v === false,
+    grammar: () => false,
+    adapters: () => false,
+  }),
+);
 
 /** Refuses a parameter Kiln would otherwise ignore, naming it (and the closest one it reads). */
 function refuseIgnored(p: Record<string, unknown>): void {
   for (const [key, value] of Object.entries(p)) {
     if (value === undefined || value === null || READ.includes(key)) continue;
-    const askNothing = UNIMPLEMENTED[key];
-    if (askNothing?.(value)) continue;
-    if (askNothing)
+    const asksNothing = UNIMPLEMENTED.get(key);
+    if (asksNothing?.(value)) continue;
+    if (asksNothing)
       throw new KilnError(
         KilnErrorCode.InvalidInput,
         `parameter ${key} is not supported by Kiln (leave it out, or send the value that asks for nothing)`,
