@@ -90,6 +90,16 @@ describe.each(available.map((e) => e.name))('%s behind the server', (engineName)
     expect((body as { engine: string }[])[0]!.engine).toBe(engineName);
   });
 
+  it('warmed every worker up at batch 1 and the adaptive batch size before it was ready', async () => {
+    const [model] = (await jsonOf(await t.manage(`/models/${name}`))).body as {
+      workerGroups: { workers: { warmup: unknown }[] }[];
+    }[];
+    const workers = model!.workerGroups.flatMap((g) => g.workers);
+    expect(workers.length).toBeGreaterThan(0);
+    for (const worker of workers)
+      expect(worker.warmup).toEqual({ batchSizes: [1, 32], ms: expect.any(Number) });
+  });
+
   it('answers v2 inference with the right numbers', async () => {
     const response = await fetch(`${t.inference}/v2/models/${name}/infer`, {
       method: 'POST',
