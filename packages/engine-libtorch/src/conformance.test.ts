@@ -1,4 +1,4 @@
-import { isDType } from '@kiln/core';
+import { isDType, parseDevice } from '@kiln/core';
 import { torchscriptConformanceFixtures } from '@kiln/testing';
 import { describeEngineConformance } from '@kiln/testing/conformance';
 import { libtorch } from './native.js';
@@ -17,4 +17,6 @@ await describeEngineConformance({
   dtypes,
   providerModule: new URL('./index.ts', import.meta.url),
   probe: probeLibTorch,
+  // The same suite on a GPU (bench/gpu/run.sh sets cuda:0); the CPU otherwise.
+  device: parseDevice(process.env.KILN_CONFORMANCE_DEVICE || 'cpu'),
 });

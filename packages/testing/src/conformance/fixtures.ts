@@ -1,4 +1,4 @@
-import type { DType, EngineProvider } from '@kiln/core';
+import type { DType, Device, EngineProvider } from '@kiln/core';
 
 /**
  * Model folders an engine package produces in its own format so that the shared conformance
@@ -34,4 +34,6 @@ export interface EngineConformanceOptions {
   readonly providerModule?: URL;
   /** Returns null when the engine can run here, or why not (tests then skip, or fail in CI). */
   readonly probe: () => Promise<string | null>;
+  /** Where the models are loaded; the CPU unless given (a GPU run of the same suite). */
+  readonly device?: Device;
 }

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CPU,
   type DType,
+  formatDevice,
   type Engine,
   EngineRegistry,
   type ExecutionContext,
@@ -42,7 +43,8 @@ const tensorsTranslator: Translator<NDList, NDList> = {
  */
 export async function describeEngineConformance(options: EngineConformanceOptions): Promise<void> {
   const availability = await checkEngine(options.engineName, options.probe);
-  const title = `${options.engineName} engine conformance`;
+  const device = options.device ?? CPU;
+  const title = `${options.engineName} engine conformance${device.type === 'cpu' ? '' : ` on ${formatDevice(device)}`}`;
   describe.skipIf(!availability.run)(title, () => {
     let engine: Engine;
     let tmp: string;
@@ -53,7 +55,7 @@ export async function describeEngineConformance(options: EngineConformanceOption
       const model = await engine.loadModel({
         name,
         modelDir,
-        device: CPU,
+        device,
         options: properties.options,
         properties,
       });
@@ -84,6 +86,7 @@ export async function describeEngineConformance(options: EngineConformanceOption
       expect(engine.name).toBe(options.engineName);
       expect(engine.version).toMatch(/\d/);
       expect(engine.devices().some((d) => d.type === 'cpu')).toBe(true);
+      expect(engine.devices()).toContainEqual(device);
       expect(typeof engine.describe()).toBe('object');
     });
 
@@ -255,6 +258,7 @@ export async function describeEngineConformance(options: EngineConformanceOption
         workerData: {
           providerModule: options.providerModule!.href,
           engineName: options.engineName,
+          device,
           modelDir: fixture.dir,
           input: x,
           shape: [2, 4],

@@ -2,12 +2,13 @@
 // provider module, loads a model and runs one forward, proving the engine loads off the
 // main thread.
 import { parentPort, workerData } from 'node:worker_threads';
-import { CPU, EngineRegistry, NDList, Tensor, type EngineProvider } from '@kiln/core';
+import { type Device, EngineRegistry, NDList, Tensor, type EngineProvider } from '@kiln/core';
 import { readFixtureProperties } from './fixture-properties.js';
 
 interface ProbeData {
   providerModule: string;
   engineName: string;
+  device: Device;
   modelDir: string;
   input: Float32Array;
   shape: number[];
@@ -23,7 +24,7 @@ try {
   const model = await engine.loadModel({
     name: 'probe',
     modelDir: data.modelDir,
-    device: CPU,
+    device: data.device,
     options: properties.options,
     properties,
   });
