@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 
 const run = promisify(execFile);
 const HERE = dirname(fileURLToPath(import.meta.url));
-export const PYTHON = '/usr/bin/python3';
+/** The Python with torch and torchvision: Debian's here; KILN_BENCH_PYTHON names another (a GPU machine's). */
+export const PYTHON = process.env.KILN_BENCH_PYTHON || '/usr/bin/python3';
 const BASELINE_BUILD = join(HERE, 'build');
 const BASELINE = join(BASELINE_BUILD, 'kiln_libtorch_baseline');
 const BIG = { maxBuffer: 64 * 1024 * 1024, timeout: 600_000 };
@@ -22,6 +23,12 @@ export interface LoopSpec {
   readonly modelDir: string;
   readonly threads: number;
   readonly batch: number;
+  /** torch's device name, `cpu` (the default) or `cuda:N`. */
+  readonly device?: string;
+  /** Kiln: forwards kept going at once, one execution context each (default 1). */
+  readonly inflight?: number;
+  /** Python: `plain` (default) or `pinned-streams` copies (see python_loop.py). */
+  readonly copies?: 'plain' | 'pinned-streams';
 }
 
 /**
@@ -42,11 +49,20 @@ export class Runner {
   ): Promise<Runner> {
     const model = join(spec.modelDir, 'model.pt');
     const numbers = [String(spec.threads), String(spec.batch)];
+    const device = spec.device ?? 'cpu';
+    if (contender === 'cpp' && device !== 'cpu') throw new Error('the C++ loop runs on the CPU');
+    const loopOptions = [
+      ...(device === 'cpu' ? [] : [`device=${device}`]),
+      ...(spec.inflight ? [`inflight=${spec.inflight}`] : []),
+    ];
     const [file, args] =
       contender === 'cpp'
         ? [BASELINE, [model, ...numbers]]
         : contender === 'python'
-          ? [PYTHON, [join(HERE, 'python_loop.py'), model, ...numbers]]
+          ? [
+              PYTHON,
+              [join(HERE, 'python_loop.py'), model, ...numbers, device, spec.copies ?? 'plain'],
+            ]
           : [
               process.execPath,
               [
@@ -56,6 +72,7 @@ export class Runner {
                 join(HERE, 'kiln-loop.ts'),
                 spec.modelDir,
                 ...numbers,
+                ...loopOptions,
                 ...kilnOptions,
               ],
             ];
@@ -108,9 +125,12 @@ export async function memory(
   return JSON.parse(stdout.trim().split('\n').pop()!) as { rssMiB: number; peakMiB: number };
 }
 
-/** Writes torchvision's ResNet-18 (random weights) scripted to `file` with Debian's Python torch. */
-export async function makeResnet(file: string): Promise<void> {
-  await run(PYTHON, [join(HERE, 'make_resnet.py'), file], BIG);
+/** Writes torchvision's ResNet-18 or -50 (random weights) scripted to `file` with PYTHON's torch. */
+export async function makeResnet(
+  file: string,
+  arch: 'resnet18' | 'resnet50' = 'resnet18',
+): Promise<void> {
+  await run(PYTHON, [join(HERE, 'make_resnet.py'), file, arch], BIG);
 }
 
 /** Builds the C++ baseline against the same LibTorch, unless it is newer than its source. */
@@ -132,4 +152,40 @@ export function median(values: readonly number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
+/**
+ * Runs the named runners in turns: per runner, the median forward time of each segment.
+ * Ratios are then taken segment by segment, between measurements close in time.
+ */
+export async function turns(
+  runners: Record<string, Runner>,
+  count: number,
+  forwards: number,
+): Promise<Record<string, number[]>> {
+  const names = Object.keys(runners);
+  const medians: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (const name of names) await runners[name]!.forwards(3);
+  for (let s = 0; s < count; s++) {
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(i + s) % names.length]!;
+      medians[name]!.push(median(await runners[name]!.forwards(forwards)));
+    }
+  }
+  return medians;
+}
+
+/** Starts one runner per entry, hands them to `use`, and closes them all whatever happens. */
+export async function withRunners<T>(
+  specs: Record<string, [Contender, LoopSpec, string[]?]>,
+  use: (runners: Record<string, Runner>) => Promise<T>,
+): Promise<T> {
+  const runners: Record<string, Runner> = {};
+  try {
+    for (const [name, [contender, spec, options]] of Object.entries(specs))
+      runners[name] = await Runner.start(contender, spec, options);
+    return await use(runners);
+  } finally {
+    await Promise.all(Object.values(runners).map((r) => r.close()));
+  }
 }

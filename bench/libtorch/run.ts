@@ -29,13 +29,13 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { saveScriptModule } from '@kiln/engine-libtorch';
 import {
-  type LoopSpec,
-  Runner,
   buildBaseline,
   childEnv,
   makeResnet,
   median,
   memory,
+  turns,
+  withRunners,
 } from './contenders.js';
 
 const { values: args } = parseArgs({
@@ -61,42 +61,7 @@ const forwardsFor = (batch: number) => Math.max(3, Math.round(10 / batch));
 
 const fmt = (n: number, digits = 2) => n.toFixed(digits);
 
-/**
- * Runs the named runners in turns: per runner, the median forward time of each segment.
- * Ratios are then taken segment by segment, between measurements close in time.
- */
-async function turns(
-  runners: Record<string, Runner>,
-  count: number,
-  forwards: number,
-): Promise<Record<string, number[]>> {
-  const names = Object.keys(runners);
-  const medians: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
-  for (const name of names) await runners[name]!.forwards(3);
-  for (let s = 0; s < count; s++) {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(i + s) % names.length]!;
-      medians[name]!.push(median(await runners[name]!.forwards(forwards)));
-    }
-  }
-  return medians;
-}
-
 const ratio = (slow: number[], fast: number[]) => median(slow.map((v, i) => v / fast[i]!));
-
-async function withRunners<T>(
-  specs: Record<string, [Parameters<typeof Runner.start>[0], LoopSpec, string[]?]>,
-  use: (runners: Record<string, Runner>) => Promise<T>,
-): Promise<T> {
-  const runners: Record<string, Runner> = {};
-  try {
-    for (const [name, [contender, spec, options]] of Object.entries(specs))
-      runners[name] = await Runner.start(contender, spec, options);
-    return await use(runners);
-  } finally {
-    await Promise.all(Object.values(runners).map((r) => r.close()));
-  }
-}
 
 const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-libtorch-'));
 try {
