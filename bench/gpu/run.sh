@@ -15,8 +15,9 @@
 # Options: --cpu (= KILN_GPU_KIT_DEVICE=cpu), --build (rebuild the addon on the CPU too; on a
 # GPU it is always built), --help. Environment: KILN_GPU_KIT_DEVICE (cuda:0), KILN_GPU_KIT_PYTHON
 # (the first of python3, /usr/bin/python3 that imports torch), KILN_GPU_KIT_NODE=kit (use the
-# carried Node even when one is installed), KILN_GPU_KIT_BUILD_SECONDS (the build's limit: 300
-# on a GPU machine, 900 on the CPU). A GPU machine that cannot reach npm needs
+# carried Node even when one is installed), KILN_GPU_KIT_BUILD_SECONDS (the build's limit: 240
+# on a GPU machine, 900 on the CPU), KILN_GPU_KIT_SECONDS (the whole run's: 480 on a GPU
+# machine, 1800 on the CPU). A GPU machine that cannot reach npm needs
 # bench/gpu/kit/ from prepare.sh (carried by the device tool; see bench/README, "GPU kit").
 # Logs go to $OUT when set (the device tool brings that folder back), else a temporary folder.
 set -uo pipefail
@@ -123,9 +124,14 @@ site = os.path.dirname(os.path.dirname(torch.__file__))
 print(":".join(sorted({os.path.dirname(p) for p in glob.glob(os.path.join(site, "nvidia", "**", "lib*.so*"), recursive=True)})))' 2>/dev/null)
 [ -n "$NVIDIA_LIBS" ] && export LD_LIBRARY_PATH="$NVIDIA_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export KILN_BENCH_PYTHON=$PYTHON
-# A CUDA LibTorch's CMake files look for the CUDA toolkit; images often leave nvcc off PATH.
+# A CUDA LibTorch's CMake files look for the CUDA toolkit (images often leave nvcc off PATH)
+# and for the GPU's architecture, which naming spares a probe.
 if ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ]; then
   export PATH="$PATH:/usr/local/cuda/bin" CUDACXX=/usr/local/cuda/bin/nvcc
+fi
+if [ "$DEVICE" != cpu ] && [ -z "${TORCH_CUDA_ARCH_LIST:-}" ]; then
+  TORCH_CUDA_ARCH_LIST=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' ')
+  [ -n "$TORCH_CUDA_ARCH_LIST" ] && export TORCH_CUDA_ARCH_LIST
 fi
 
 echo "== GPU kit on $DEVICE: $(nproc) cores, Node $(node --version), $("$PYTHON" -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda)') ($PYTHON)"
@@ -135,9 +141,19 @@ failed=()
 # Every step's output also goes to steps.log, whose `figure:` lines are printed again at the end.
 STEPS_LOG=$WORK/steps.log
 : >"$STEPS_LOG"
+# The whole run fits 8 minutes (the issue's budget for one lease); a step gets its own limit or
+# what is left, whichever is less, and none starts with under 15 s left.
+budget=${KILN_GPU_KIT_SECONDS:-$([ "$DEVICE" = cpu ] && echo 1800 || echo 480)}
 step() { # step NAME SECONDS COMMAND...: runs COMMAND with a time limit, noting a failure
   local name=$1 limit=$2
   shift 2
+  local left=$((budget - SECONDS))
+  if [ "$left" -lt 15 ]; then
+    echo "== $name: not run, under 15 s of the run's ${budget} s are left"
+    failed+=("$name (not run: out of time)")
+    return 124
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   echo "== $name"
   local started=$SECONDS
   timeout --kill-after=10 "$limit" "$@" 2>&1 | tee -a "$STEPS_LOG"
@@ -156,7 +172,7 @@ torch_source=()
 [ -f "$TORCH_CMAKE/Torch/TorchConfig.cmake" ] && torch_source=(KILN_LIBTORCH_PYTHON="$PYTHON")
 built=yes
 # 16 cores build it in a minute or two; a 2-core machine shared with other work needs more.
-build_limit=${KILN_GPU_KIT_BUILD_SECONDS:-$([ "$DEVICE" = cpu ] && echo 900 || echo 300)}
+build_limit=${KILN_GPU_KIT_BUILD_SECONDS:-$([ "$DEVICE" = cpu ] && echo 900 || echo 240)}
 if [ "$DEVICE" != cpu ] || [ "$BUILD" = always ] || [ ! -f "$ADDON" ]; then
   step "1a. build the LibTorch addon against ${torch_source[*]:-the system LibTorch}" "$build_limit" \
     env "${torch_source[@]}" KILN_BUILD_JOBS="$(nproc)" node native/libtorch/scripts/build.mjs --force ||
@@ -169,7 +185,7 @@ if [ $built = no ]; then
   echo "== 1b, 1c and 2 skipped: no addon was built"
 elif step "1b. probe the engine" 60 "${TS[@]}" bench/gpu/probe.ts "$DEVICE"; then
   before=$(wc -l <"$STEPS_LOG")
-  step "1c. PyTorch engine conformance suite on $DEVICE" 180 \
+  step "1c. PyTorch engine conformance suite on $DEVICE" 120 \
     env -C packages/engine-libtorch KILN_REQUIRE_ENGINES=PyTorch KILN_CONFORMANCE_DEVICE="$DEVICE" \
     node "$ROOT/node_modules/vitest/vitest.mjs" run src/conformance.test.ts
   tests=$(tail -n +"$((before + 1))" "$STEPS_LOG" | sed 's/\x1b\[[0-9;]*m//g' | grep -E '^ *Tests ' | tail -1 | tr -s ' ')
@@ -181,12 +197,12 @@ elif step "1b. probe the engine" 60 "${TS[@]}" bench/gpu/probe.ts "$DEVICE"; the
   else
     resnet=(--device "$DEVICE" --arch resnet50 --batch 32 --large-batch 128 --segments 10 --forwards 8 --threads 4)
   fi
-  step "2. ResNet through Kiln and Python torch" 240 "${TS[@]}" bench/gpu/resnet.ts "${resnet[@]}"
+  step "2. ResNet through Kiln and Python torch" 200 "${TS[@]}" bench/gpu/resnet.ts "${resnet[@]}"
 fi
 
 # --- 3. The pinning bench on this machine's cores. ------------------------------------------
 if [ -f bench/tuning/pinning.ts ]; then
-  step "3. pinning bench (bench/tuning/pinning.ts) on $(nproc) cores" 120 "${TS[@]}" bench/tuning/pinning.ts
+  step "3. pinning bench (bench/tuning/pinning.ts) on $(nproc) cores" 100 "${TS[@]}" bench/tuning/pinning.ts
 else
   echo "== 3. skipped: bench/tuning/pinning.ts is not in this tree"
 fi
