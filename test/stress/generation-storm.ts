@@ -76,7 +76,10 @@ const fields = fc
     ),
   );
 
-function generationCases(model: string, maxRequestSize: number): fc.Arbitrary<GenerationCase> {
+function generationCases(
+  model: string,
+  limits: { maxRequestSize: number; maxPromptBytes: number },
+): fc.Arbitrary<GenerationCase> {
   const prompt = fc.oneof(fc.string({ maxLength: 40 }), anyValue);
   const openAi = fc.record({ prompt, extra: fields }).map(({ prompt: p, extra }) => ({
     kind: 'openai completion parameters',
@@ -120,12 +123,18 @@ function generationCases(model: string, maxRequestSize: number): fc.Arbitrary<Ge
       text: fc.string({ maxLength: 60 }),
     })
     .map(({ path, text }) => ({ kind: 'generation body not JSON', bytes: json(path, text) }));
-  // A prompt just under the request limit: refused by its size before any tokenizing.
-  const longPrompt = fc.constantFrom('/v1/completions', `/predictions/${model}`).map((path) => ({
-    kind: 'long prompt',
-    bytes: longPromptRequest(path, model, maxRequestSize),
-    refusal: true,
-  }));
+  // Prompts just under the request limit (refused by their bytes before any tokenizing) and
+  // just under max_prompt_bytes (tokenized, then refused by the model's context length).
+  const longPrompt = fc
+    .record({
+      path: fc.constantFrom('/v1/completions', `/predictions/${model}`),
+      bytes: fc.constantFrom(limits.maxRequestSize - 200, limits.maxPromptBytes - 100),
+    })
+    .map(({ path, bytes }) => ({
+      kind: 'long prompt',
+      bytes: longPromptRequest(path, model, bytes),
+      refusal: true,
+    }));
   // A body far over the limit, announced by its Content-Length: refused before it is read.
   const hugeBody = fc.constant({
     kind: 'huge prompt body',
@@ -163,17 +172,18 @@ function generationCases(model: string, maxRequestSize: number): fc.Arbitrary<Ge
 
 const longPrompts = new Map<string, Buffer>();
 
-function longPromptRequest(path: string, model: string, maxRequestSize: number): Buffer {
-  let bytes = longPrompts.get(path);
+/** A request whose prompt is about `promptBytes` long, made once per route and size. */
+function longPromptRequest(path: string, model: string, promptBytes: number): Buffer {
+  let bytes = longPrompts.get(`${path} ${promptBytes}`);
   if (!bytes) {
     const prompt = 'All work and no play makes a long prompt. '.repeat(
-      Math.floor((maxRequestSize - 200) / 42),
+      Math.floor(promptBytes / 42),
     );
     bytes = json(
       path,
       path.startsWith('/v1') ? { model, prompt, max_tokens: 4 } : { inputs: prompt },
     );
-    longPrompts.set(path, bytes);
+    longPrompts.set(`${path} ${promptBytes}`, bytes);
   }
   return bytes;
 }
@@ -207,6 +217,7 @@ export async function runGenerationStorm(
   options: {
     model: string;
     maxRequestSize: number;
+    maxPromptBytes: number;
     requests: number;
     concurrency: number;
     seed: number;
@@ -244,7 +255,7 @@ export async function runGenerationStorm(
   };
   let seed = options.seed;
   while (tally.requests < options.requests && options.alive()) {
-    const cases = fc.sample(generationCases(options.model, options.maxRequestSize), {
+    const cases = fc.sample(generationCases(options.model, options), {
       numRuns: Math.min(options.checkEvery, options.requests - tally.requests),
       seed: seed++,
     });

@@ -7,6 +7,7 @@ import { type PhaseTally, type Problem } from './phase-tally.js';
 import { type PingReport, startPingProbe } from './ping-probe.js';
 import { runPythonStorm } from './python-storm.js';
 import type { ServerProcess } from './server-process.js';
+import { STORM_MAX_PROMPT_BYTES } from './storm-setup.js';
 import { type StormReport, runStorm, stormPassed } from './storm.js';
 
 export interface FullStormOptions {
@@ -33,6 +34,8 @@ export interface FullStormReport {
   readonly python: PhaseTally;
   readonly drain: DrainReport;
   readonly ping: PingReport;
+  /** The server's own largest event-loop delay over the storm (its metric), ms. */
+  readonly eventLoopMaxMs: number;
   /** Every listener's counts added up; each must be 0. */
   readonly summary: Record<Problem | 'pingStalls', number> & { requests: number };
 }
@@ -83,6 +86,7 @@ export async function runFullStorm(
     ...common,
     model: options.generativeModel,
     maxRequestSize: target.maxRequestSize,
+    maxPromptBytes: STORM_MAX_PROMPT_BYTES,
     requests: options.generationRequests,
     checkEvery: 100,
     refusalMs: options.refusalMs,
@@ -95,6 +99,7 @@ export async function runFullStorm(
   });
   options.onProgress?.('python', python);
   const ping = await probe.stop();
+  const eventLoopMaxMs = await eventLoopMax(server.metrics);
   const drain = await runDrainStorm(server, {
     validBody: Buffer.from(encodeNpz(goodList())),
     clients: options.concurrency,
@@ -111,7 +116,14 @@ export async function runFullStorm(
     ),
     pingStalls: ping.stalls,
   } as FullStormReport['summary'];
-  return { http, grpc, generation, python, drain, ping, summary };
+  return { http, grpc, generation, python, drain, ping, eventLoopMaxMs, summary };
+}
+
+/** The largest event-loop delay the server saw since its metrics were last read, ms. */
+async function eventLoopMax(metricsBase: string): Promise<number> {
+  const text = await (await fetch(`${metricsBase}/metrics`)).text();
+  const seconds = /^\w*nodejs_eventloop_lag_max_seconds(?:\{[^}]*\})? (\S+)$/m.exec(text)?.[1];
+  return seconds === undefined ? Number.NaN : Math.round(Number(seconds) * 1000);
 }
 
 function failedPhase(reason: string): PhaseTally {

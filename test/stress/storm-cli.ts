@@ -54,15 +54,16 @@ try {
   if (values.json) {
     process.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
   } else {
-    const { http, drain, ping, summary } = report;
+    const { http, drain, ping, eventLoopMaxMs, summary } = report;
     const phases = ['http', 'grpc', 'generation', 'python', 'drain'] as const;
     process.stdout.write(
       [
         ...phases.map((p) => `${p.padEnd(10)} ${tallyLine(report[p])}`),
         `http       RSS before ${mib(http.rssBefore)}  after ${mib(http.rssAfter)}  growth ${mib(http.rssAfter - http.rssBefore)}  peak ${mib(http.rssPeak)}`,
         `http       statuses ${JSON.stringify(http.byStatus)}`,
+        `http       slowest (408s aside) ${JSON.stringify(http.slowest)}`,
         `drain      exit ${drain.exitMs.toFixed(0)} ms after SIGTERM (shutdown_timeout ${STORM_SHUTDOWN_TIMEOUT_MS} ms)  served ${drain.servedDuringDrain}  refused 503 ${drain.refusedDuringDrain}  connection errors ${drain.connectionErrors}`,
-        `/ping      ${ping.probes} probes  p99 ${ping.p99Ms.toFixed(1)} ms  max ${ping.maxMs.toFixed(1)} ms  stalls over 1 s ${ping.stalls}${ping.stalls ? ` ${JSON.stringify(ping.stallsByPhase)}` : ''}`,
+        `/ping      ${ping.probes} probes  p99 ${ping.p99Ms.toFixed(1)} ms  max ${ping.maxMs.toFixed(1)} ms  stalls over 1 s ${ping.stalls}  (the server's event loop: max delay ${eventLoopMaxMs} ms)${ping.stalls ? ` ${JSON.stringify(ping.stallsByPhase)}` : ''}`,
         `summary    requests ${summary.requests}  crashes ${summary.crashes}  hangs ${summary.hangs}  unexpected 5xx ${summary.unexpected5xx}  non-JSON ${summary.nonJson}  innocent failures ${summary.innocentFailures}  /ping stalls ${summary.pingStalls}`,
         ...phases.flatMap((p) =>
           report[p].samples.map(

@@ -10,6 +10,7 @@ import { writePythonStormModels } from './python-storm.js';
 import { type ServerProcess, startServerProcess } from './server-process.js';
 
 export const STORM_MAX_REQUEST_SIZE = 1024 * 1024;
+export const STORM_MAX_PROMPT_BYTES = 256 * 1024;
 /** Short, so that the drain at the end of a storm is over in seconds. */
 export const STORM_SHUTDOWN_TIMEOUT_MS = 3000;
 export const STORM_GENERATIVE_MODEL = 'gpt';
@@ -56,6 +57,7 @@ export async function startStormServer(options: { ingressProcesses?: number } = 
     {
       model_store: path.join(dir, 'store'),
       max_request_size: String(STORM_MAX_REQUEST_SIZE),
+      max_prompt_bytes: String(STORM_MAX_PROMPT_BYTES),
       grpc_address: '127.0.0.1:0',
       // Short client timeouts keep stalled hostile bodies from dominating the run time.
       client_body_timeout: '1000',

@@ -31,6 +31,8 @@ export interface StormReport {
   rssAfter: number;
   rssPeak: number;
   byStatus: Record<string, number>;
+  /** The slowest answers (a few), to find what keeps the server busy. */
+  slowest: { kind: string; status: number; ms: number }[];
   /** A few offending cases, for the report. */
   samples: { problem: string; kind: string; status: number; request: string; answer: string }[];
   seconds: number;
@@ -144,6 +146,7 @@ export async function runStorm(
     rssAfter: 0,
     rssPeak: 0,
     byStatus: {},
+    slowest: [],
     samples: [],
     seconds: 0,
   };
@@ -212,6 +215,13 @@ export async function runStorm(
         const answer = await send(base[c.listener], c.bytes, options.hangMs);
         report.requests++;
         report.byStatus[answer.status] = (report.byStatus[answer.status] ?? 0) + 1;
+        // A 408 is the server waiting out a slow client, not working.
+        if (answer.status !== 408)
+          noteSlow(report.slowest, {
+            kind: c.kind,
+            status: answer.status,
+            ms: Math.round(answer.ms),
+          });
         if (answer.refused || !server.alive()) {
           report.crashes++;
           note('server gone', c, answer);
@@ -244,6 +254,14 @@ export async function runStorm(
   }
   report.seconds = (performance.now() - started) / 1000;
   return report;
+}
+
+/** Keeps the five slowest answers, slowest first. */
+function noteSlow(slowest: StormReport['slowest'], answer: StormReport['slowest'][number]): void {
+  if (slowest.length === 5 && answer.ms <= slowest[4]!.ms) return;
+  slowest.push(answer);
+  slowest.sort((a, b) => b.ms - a.ms);
+  slowest.length = Math.min(slowest.length, 5);
 }
 
 /** Whether a storm met the bars of issue #12. */
