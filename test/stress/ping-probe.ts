@@ -1,4 +1,5 @@
-import http from 'node:http';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 /** What a /ping probe saw while it ran. */
 export interface PingReport {
@@ -11,53 +12,39 @@ export interface PingReport {
   readonly stallsByPhase: readonly { phase: string; ms: number }[];
 }
 
+const PROBE = fileURLToPath(new URL('./ping-probe-process.mjs', import.meta.url));
+
 /**
  * Asks `GET /ping` every `intervalMs` on a fresh connection, one probe at a time, while the
- * storm runs: a server whose event loop is busy answers late or not at all.
+ * storm runs: a server whose event loop is busy answers late or not at all. The probe runs in
+ * a process of its own, so that the storm's own work is not counted as the server's.
  */
 export function startPingProbe(
   base: string,
   options: { intervalMs?: number; stallMs?: number } = {},
 ): { phase(name: string): void; stop(): Promise<PingReport> } {
-  const intervalMs = options.intervalMs ?? 250;
-  const stallMs = options.stallMs ?? 1000;
-  const times: number[] = [];
-  const stallsByPhase: { phase: string; ms: number }[] = [];
-  let phase = '';
-  let running = true;
-  const probe = (): Promise<number> =>
-    new Promise((resolve) => {
-      const started = performance.now();
-      const req = http.get(`${base}/ping`, { agent: false }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(performance.now() - started));
-        res.on('error', () => resolve(Infinity));
-      });
-      req.setTimeout(stallMs * 5, () => req.destroy());
-      req.on('error', () => resolve(Infinity));
-    });
-  const loop = (async () => {
-    while (running) {
-      const ms = await probe();
-      if (!running && !Number.isFinite(ms)) break; // the server was stopped under the probe
-      times.push(ms);
-      if (ms > stallMs) stallsByPhase.push({ phase, ms: Math.round(ms) });
-      await new Promise((resolve) => setTimeout(resolve, intervalMs));
-    }
-  })();
+  const child = fork(
+    PROBE,
+    [base, String(options.intervalMs ?? 250), String(options.stallMs ?? 1000)],
+    {
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      // Plain JavaScript: no loader of the parent's is needed.
+      execArgv: [],
+    },
+  );
+  const report = new Promise<PingReport>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as PingReport));
+    child.once('exit', (code) =>
+      reject(new Error(`the /ping probe exited (${code}) without a report`)),
+    );
+  });
+  // Read when the probe stops; a probe that died before then fails that read, not the process.
+  report.catch(() => undefined);
   return {
-    phase: (name) => (phase = name),
-    stop: async () => {
-      running = false;
-      await loop;
-      const sorted = times.filter(Number.isFinite).sort((a, b) => a - b);
-      return {
-        probes: times.length,
-        stalls: stallsByPhase.length,
-        stallsByPhase,
-        p99Ms: sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0,
-        maxMs: times.length ? Math.max(...times) : 0,
-      };
+    phase: (name) => child.send({ phase: name }),
+    stop: () => {
+      child.send({ stop: true });
+      return report;
     },
   };
 }
