@@ -60,5 +60,12 @@ describe('parseCpuLauncher', () => {
     expect(() =>
       loadServerConfig({ env: {}, overrides: { cpu_launcher_args: '--bogus' } }),
     ).toThrow(/unknown flag --bogus/);
+    // Each ingress process would pin its workers to the same cores.
+    expect(() =>
+      loadServerConfig({
+        env: {},
+        overrides: { cpu_launcher_enable: 'true', ingress_processes: '2' },
+      }),
+    ).toThrow(/cpu_launcher_enable=true needs ingress_processes=1/);
   });
 });

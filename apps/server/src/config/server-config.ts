@@ -287,7 +287,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
     eventLoopTurnBudgetMs: int('event_loop_turn_budget_ms'),
     shutdownTimeoutMs: int('shutdown_timeout'),
     ingressProcesses: ingressProcesses(int('ingress_processes', 1)),
-    cpuLauncher: parseCpuLauncher(raw.cpu_launcher_enable!, raw.cpu_launcher_args!),
+    cpuLauncher: cpuLauncher(raw, int('ingress_processes', 1)),
     modelDefaults: {
       jobQueueSize: int('job_queue_size', 1),
       batchSize: optionalInt('batch_size', 1),
@@ -304,6 +304,18 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       maxWorkers: optionalInt('max_workers'),
     },
   };
+}
+
+/** The launcher; pinning in several ingress processes would give each the same cores. */
+function cpuLauncher(raw: Record<string, string>, processes: number): CpuLauncher {
+  const launcher = parseCpuLauncher(raw.cpu_launcher_enable!, raw.cpu_launcher_args!);
+  if (launcher.enabled && processes > 1) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `cpu_launcher_enable=true needs ingress_processes=1 (not ${processes}): each process would pin its workers to the same cores`,
+    );
+  }
+  return launcher;
 }
 
 /** Past a few processes per core, more only cost memory and context switches. */

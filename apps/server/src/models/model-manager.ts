@@ -18,6 +18,7 @@ import {
 } from '@kiln/worker-pool';
 import type { Logger } from 'pino';
 import type { ServerConfig } from '../config/server-config.js';
+import type { CpuLauncher } from '../config/cpu-launcher.js';
 import { checkModelFilesInside } from '../security/model-files.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { GenerationMetrics } from '../generation/generation-metrics.js';
@@ -25,6 +26,7 @@ import { GenerativeModel, wantsRollingBatch } from '../generation/generative-mod
 import type { EngineCatalog } from './engine-catalog.js';
 import { type ModelEntry, describeEntry, type ModelDescription } from './model-entry.js';
 import { watchPool } from './pool-metrics.js';
+import { EventLoopPinning } from './event-loop-pinning.js';
 
 /** serving.properties' `engine=` of Python mode (the engine is an optional package). */
 const PYTHON_ENGINE = 'Python';
@@ -62,6 +64,26 @@ export class ModelManager {
     private readonly log?: Logger,
   ) {
     this.generationMetrics = new GenerationMetrics(metrics);
+  }
+
+  /** Where the event loop runs: off the cores of pinned models' workers (cpu_launcher_enable). */
+  private readonly eventLoop = new EventLoopPinning();
+
+  /** The cores the event loop is kept on, when models' pinning left some free. */
+  get eventLoopCores(): readonly number[] | undefined {
+    return this.eventLoop.cores;
+  }
+
+  /** Re-pins the event loop to the cores no loaded model's workers were given. */
+  private placeEventLoop(): void {
+    const loaded = this.list().filter((e) => e.state === 'READY' || e.state === 'UNLOADING');
+    try {
+      this.eventLoop.update(loaded.map((e) => (e.generator ? undefined : e.pool?.corePlan())));
+    } catch {
+      this.eventLoop.release();
+    }
+    const last = this.eventLoop.last;
+    if (last && !last.pinned) this.log?.warn({ reason: last.reason }, 'event loop not pinned');
   }
 
   /** Whether a model of this name is registered (for bounded metric labels). */
@@ -155,6 +177,8 @@ export class ModelManager {
     this.models.set(name, versions);
     if (!this.defaults.has(name)) this.defaults.set(name, version);
     this.metrics.modelStatus.set({ model: name }, 0);
+    // Threads and processes started while the event loop is pinned would inherit its cores.
+    if (!settings.pinCores || wantsRollingBatch(inspection.properties)) this.eventLoop.release();
     if (wantsRollingBatch(inspection.properties)) {
       // Located by the inspection above (entry.located is settled); its decoder loads from there.
       entry.loading = this.loadGenerative(entry, async () => {
@@ -169,6 +193,7 @@ export class ModelManager {
       entry.loading = this.load(entry, request, settings, located);
       void entry.loading.then(located);
     }
+    void entry.loading.then(() => this.placeEventLoop());
     for (const listener of this.registrationListeners) listener(entry);
     if (options.synchronous) {
       await entry.loading;
@@ -346,6 +371,7 @@ export class ModelManager {
       this.defaults.set(name, versions.keys().next().value!);
     }
     await Promise.all(targets.map((entry) => this.stop(entry)));
+    this.placeEventLoop();
     return targets;
   }
 
@@ -502,6 +528,7 @@ export class ModelManager {
       ...(d.warmupBatchSizes === undefined ? {} : { warmupBatchSizes: d.warmupBatchSizes }),
       ...(d.minWorkers === undefined ? {} : { minWorkers: d.minWorkers }),
       ...(d.maxWorkers === undefined ? {} : { maxWorkers: d.maxWorkers }),
+      ...pinningDefaults(this.config.cpuLauncher),
     };
   }
 
@@ -515,6 +542,17 @@ export class ModelManager {
     if (request.jobQueueSize !== undefined) settings.jobQueueSize = request.jobQueueSize;
     return settings;
   }
+}
+
+/** cpu_launcher_enable and its flags, as every model's pinning unless its properties say. */
+function pinningDefaults(launcher: CpuLauncher): WorkerPoolSettingsInput {
+  if (!launcher.enabled) return {};
+  return {
+    pinCores: true,
+    pinLogicalCores: launcher.useLogicalCores,
+    ...(launcher.nodeId === undefined ? {} : { pinNode: launcher.nodeId }),
+    ...(launcher.instances === undefined ? {} : { pinInstances: launcher.instances }),
+  };
 }
 
 /** What a model may be called: it appears in routes and metric labels. */
