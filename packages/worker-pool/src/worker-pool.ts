@@ -411,6 +411,20 @@ export class WorkerPool<I, O> {
     });
   }
 
+  /**
+   * With `pinCores`, every core its CPU workers may be pinned to (the sets of the slots up to
+   * maxWorkers); undefined when not pinning.
+   */
+  reservedCores(): number[] | undefined {
+    const plan = this.corePlan();
+    if (!plan) return undefined;
+    const slots = this.groups
+      .filter((g) => g.device.type === 'cpu')
+      .reduce((sum, g) => sum + g.limits.maxWorkers, 0);
+    const sets = plan.sets.slice(0, Math.max(1, Math.min(plan.sets.length, slots)));
+    return [...new Set(sets.flat())].sort((a, b) => a - b);
+  }
+
   /** The pool's side of the thread budget: every group's maximum shares the cores. */
   private threadRequest(): Omit<ThreadPlanRequest, 'engineOptions'> {
     const workers = this.groups.reduce((sum, g) => sum + g.limits.maxWorkers, 0);

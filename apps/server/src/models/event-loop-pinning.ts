@@ -1,4 +1,4 @@
-import { type CorePlan, type PinResult, pinCurrentThread, processCores } from '@kiln/worker-pool';
+import { type PinResult, pinCurrentThread, processCores } from '@kiln/worker-pool';
 
 /**
  * Keeps the server's event loop (the main thread) off the cores pinned workers use, as
@@ -15,10 +15,11 @@ export class EventLoopPinning {
   /** What the last change did: pinned cores, or why it could not. */
   last: PinResult | undefined;
 
-  /** Call on the main thread with every loaded model's plan (undefined: not pinned). */
-  update(plans: readonly (CorePlan | undefined)[]): void {
-    if (plans.length === 0 || plans.some((plan) => plan === undefined)) return this.release();
-    const used = new Set(plans.flatMap((plan) => plan!.sets.flat()));
+  /** Call on the main thread with the cores each loaded model's workers may take (undefined: not pinned). */
+  update(reserved: readonly (readonly number[] | undefined)[]): void {
+    if (reserved.length === 0 || reserved.some((cores) => cores === undefined))
+      return this.release();
+    const used = new Set(reserved.flatMap((cores) => cores!));
     const free = this.all.filter((cpu) => !used.has(cpu));
     this.pin(free.length > 0 ? free : this.all);
   }

@@ -78,7 +78,7 @@ export class ModelManager {
   private placeEventLoop(): void {
     const loaded = this.list().filter((e) => e.state === 'READY' || e.state === 'UNLOADING');
     try {
-      this.eventLoop.update(loaded.map((e) => (e.generator ? undefined : e.pool?.corePlan())));
+      this.eventLoop.update(loaded.map((e) => (e.generator ? undefined : e.pool?.reservedCores())));
     } catch {
       this.eventLoop.release();
     }
@@ -193,7 +193,8 @@ export class ModelManager {
       entry.loading = this.load(entry, request, settings, located);
       void entry.loading.then(located);
     }
-    void entry.loading.then(() => this.placeEventLoop());
+    // Part of loading: once a model is settled, the event loop is where it belongs.
+    entry.loading = entry.loading.then(() => this.placeEventLoop());
     for (const listener of this.registrationListeners) listener(entry);
     if (options.synchronous) {
       await entry.loading;
