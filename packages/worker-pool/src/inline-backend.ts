@@ -45,12 +45,11 @@ export class InlineBackend<I, O> implements WorkerBackend<I, O> {
       threadSource: plan.source,
       pinning: pinned
         ? { pinned: true, cores: pinned }
-        : {
-            pinned: false,
-            reason: this.cores
-              ? `the ${this.model.engine} engine does not pin its threads`
-              : 'inline workers share the main thread',
-          },
+        : this.cores
+          ? { pinned: false, reason: `the ${this.model.engine} engine does not pin its threads` }
+          : this.computesElsewhere
+            ? undefined
+            : { pinned: false, reason: 'inline workers share the main thread' },
       priority: undefined,
       engine: this.model.engine,
       model: this.model.describe(),
