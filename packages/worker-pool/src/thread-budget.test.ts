@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyOmpBudget, coresForSlot, planThreads, userOmpThreads } from './thread-budget.js';
+import { applyOmpBudget, planThreads, userOmpThreads } from './thread-budget.js';
 
 describe('planThreads', () => {
   it('gives each of the most workers that may run an equal share of the cores', () => {
@@ -60,16 +60,6 @@ describe('planThreads', () => {
         ompThreads: undefined,
       },
     );
-  });
-});
-
-describe('coresForSlot', () => {
-  it('lays workers side by side and wraps around', () => {
-    expect(coresForSlot(0, 2, 4)).toEqual([0, 1]);
-    expect(coresForSlot(1, 2, 4)).toEqual([2, 3]);
-    expect(coresForSlot(2, 2, 4)).toEqual([0, 1]);
-    expect(coresForSlot(3, 1, 2)).toEqual([1]);
-    expect(coresForSlot(0, 8, 2)).toEqual([0, 1]);
   });
 });
 

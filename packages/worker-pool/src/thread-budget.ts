@@ -59,16 +59,6 @@ export function planThreads(request: ThreadPlanRequest): ThreadPlan {
   return { intraOpThreads: threads, ompThreads: threads, source: 'budget', cores, workers };
 }
 
-/**
- * The cores a worker in `slot` is pinned to: `threads` consecutive cores, slots laid side by
- * side and wrapping around when there are more workers than cores.
- */
-export function coresForSlot(slot: number, threads: number, cores: number): number[] {
-  const width = Math.min(Math.max(1, threads), cores);
-  const start = (slot * width) % cores;
-  return Array.from({ length: width }, (_, i) => (start + i) % cores);
-}
-
 /** The value this process's pools gave OMP_NUM_THREADS, if they did. */
 let ompSetByPool: string | undefined;
 
