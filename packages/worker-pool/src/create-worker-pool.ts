@@ -270,7 +270,11 @@ function threadPool(
           recipe,
           device: formatDevice(device),
           threads,
-          pinCores: cores,
+          // A host thread every model of its engine shares cannot take one worker's cores.
+          pinCores: sharedHost ? undefined : cores,
+          ...(sharedHost && cores
+            ? { pinRefused: `${sharedHost} runs every worker on one shared thread` }
+            : {}),
           nice: settings.workerNice,
           ...(probe ? { probe } : {}),
         },

@@ -47,7 +47,11 @@ function post(message: FromHost, transfer: ArrayBuffer[] = []): void {
 
 async function start(id: number, init: WorkerInit): Promise<void> {
   threadSettings ??= {
-    pinning: init.pinCores ? pinCurrentThread(init.pinCores) : undefined,
+    pinning: init.pinCores
+      ? pinCurrentThread(init.pinCores)
+      : init.pinRefused
+        ? { pinned: false, reason: init.pinRefused }
+        : undefined,
     priority: init.nice > 0 ? lowerThreadPriority(init.nice) : undefined,
   };
   const { registry } = await engineCatalogFor(init.recipe.engines);

@@ -55,6 +55,8 @@ export interface WorkerInit {
   readonly threads: Omit<ThreadPlanRequest, 'engineOptions'>;
   /** Cores to pin the thread to before the model loads, when pinning is on. */
   readonly pinCores: readonly number[] | undefined;
+  /** Why the thread is not pinned although pinning is on (a thread every worker shares). */
+  readonly pinRefused?: string;
   /** Steps nicer than the process the thread runs at; 0 leaves its priority alone. */
   readonly nice: number;
   /** Time a full batch once the model is loaded (placement `auto`: see probeForward). */
