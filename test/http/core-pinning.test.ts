@@ -152,6 +152,27 @@ describe.skipIf(!linux2)('core pinning over HTTP', () => {
     );
   });
 
+  it('gives the main thread every core back when the server stops', async () => {
+    server = await startTestServer({
+      models: [`iris=${iris}`],
+      config: {
+        cpu_launcher_enable: 'true',
+        cpu_launcher_args: '--ninstances 2',
+        min_workers: '1',
+        max_workers: '1',
+      },
+    });
+    await server.settled();
+    expect(server.server.models.eventLoopCores).toBeDefined();
+    const stopping = server;
+    server = undefined;
+    await stopping.stop();
+    expect(stopping.server.models.eventLoopCores).toBeUndefined();
+    expect(allowed(`/proc/self/task/${process.pid}/status`)).toBe(
+      `0-${os.availableParallelism() - 1}`,
+    );
+  });
+
   it('refuses a NUMA node the machine lacks, with the reason and no server path', async () => {
     const node = path.join(root, 'node9');
     fs.cpSync(iris, node, { recursive: true });

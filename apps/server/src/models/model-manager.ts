@@ -385,6 +385,8 @@ export class ModelManager {
     const entries = this.list();
     for (const entry of entries) if (entry.state !== 'FAILED') entry.state = 'UNLOADING';
     await Promise.all(entries.map((entry) => this.stop(entry, timeoutMs)));
+    // The process may go on (in-process servers, tests): its main thread gets every core back.
+    this.eventLoop.release();
   }
 
   private async stop(entry: ModelEntry, timeoutMs = this.config.shutdownTimeoutMs): Promise<void> {
