@@ -257,10 +257,9 @@ describe('in process: @kiln/core, @kiln/worker-pool and @kiln/engine-onnxruntime
   });
 
   it('answers an image sent to a model without translator settings with a clear error', async () => {
-    const snippet = readmeSnippet(false).replace(
-      /,?\s*overrides: \{ translatorFactory: 'image-classification' \},?/,
-      '',
-    );
+    // The whole overrides block: the translator and what it feeds the model.
+    const snippet = readmeSnippet(false).replace(/\n\s*overrides: \{[\s\S]*?\n {4}\},/, '');
+    expect(snippet).not.toContain('translatorFactory');
     fs.writeFileSync(path.join(dir, 'tensors-only.mjs'), snippet);
     const result = spawnSync(process.execPath, ['tensors-only.mjs'], {
       cwd: dir,
