@@ -8,6 +8,8 @@ export interface TunedExtras {
   sequences?: Readonly<Record<string, string>>;
   /** Whether pinned workers won (measured where Kiln declares cpu_pinning, on Linux). */
   pinned?: boolean;
+  /** The malloc a Python-mode model's worker processes ran faster with. */
+  allocator?: 'jemalloc' | 'default';
 }
 
 /** The engine option that sets intra-op threads, by engine (the pool knows these keys). */
@@ -19,7 +21,8 @@ const THREAD_OPTION: Readonly<Record<string, string>> = {
 /**
  * serving.properties keys for a tuned configuration, in the order they are printed. Keys other
  * than Kiln's pool settings are written only where this Kiln declares them: warm-up at the
- * batch sizes the model will see, the batchifier that won under variable lengths, pinning.
+ * batch sizes the model will see, the batchifier that won under variable lengths, pinning,
+ * and a Python-mode model's allocator.
  */
 export function recommendedProperties(
   candidate: TuneCandidate,
@@ -40,6 +43,7 @@ export function recommendedProperties(
   Object.assign(properties, extras.sequences);
   if (extras.pinned !== undefined && declaredKey('cpu_pinning'))
     properties.cpu_pinning = String(extras.pinned);
+  if (extras.allocator) properties['option.allocator'] = extras.allocator;
   return properties;
 }
 

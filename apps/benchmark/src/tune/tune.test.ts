@@ -1,7 +1,7 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SERVING_SETTINGS } from '@kiln/core';
+import { SERVING_SETTINGS, findAllocatorLibrary } from '@kiln/core';
 import { probeOrt } from '@kiln/engine-onnxruntime';
 import { mlpModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
@@ -108,5 +108,76 @@ describe.skipIf(!run)('--tune on a real ONNX model', () => {
     expect(servingPropertiesText(result)).toMatch(
       /^# kiln-bench --tune for mlp[\s\S]*\nbatch_size=\d+\n/,
     );
+  });
+});
+
+const python = await checkEngine('Python', async () => {
+  const { execFileSync } = await import('node:child_process');
+  try {
+    execFileSync('/usr/bin/python3', ['-c', 'import numpy'], { stdio: 'ignore' });
+  } catch {
+    return '/usr/bin/python3 cannot import numpy (apt-get install python3-numpy)';
+  }
+  try {
+    findAllocatorLibrary('jemalloc');
+    return null;
+  } catch (error) {
+    return (error as Error).message;
+  }
+});
+
+describe.skipIf(!python.run)('--tune on a Python-mode model', () => {
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(path.join(os.tmpdir(), 'kiln-bench-tune-python-'));
+    await mkdir(path.join(dir, 'alloc'));
+    // Allocates like pre- and post-processing: arrays of varying size every call.
+    await writeFile(
+      path.join(dir, 'alloc', 'model.py'),
+      [
+        'import numpy as np',
+        'from djl_python import Output',
+        'def handle(inputs):',
+        '    if inputs.is_empty():',
+        '        return None',
+        '    n = inputs.get_as_json()["n"]',
+        '    parts = [np.ones(1000 + 997 * i % 50000, dtype=np.float32) for i in range(n)]',
+        '    return Output().add_as_json({"sum": float(sum(p.sum() for p in parts))})',
+        '',
+      ].join('\n'),
+    );
+    await writeFile(
+      path.join(dir, 'alloc', 'serving.properties'),
+      'option.pythonExecutable=/usr/bin/python3\n',
+    );
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('measures its workers with jemalloc against glibc and writes option.allocator', async () => {
+    const result = await runTune({
+      url: `alloc::Python=${path.join(dir, 'alloc')}`,
+      inputFile: {
+        body: new TextEncoder().encode('{"n": 40}'),
+        contentType: 'application/json',
+        name: 'alloc.json',
+      },
+      latencyBudgetMs: 5000,
+      workers: [1],
+      batchSizes: [1],
+      delaysMs: [1],
+      windowMs: 150,
+      maxWindows: 2,
+    });
+    expect(result.engine).toBe('Python');
+    const settings = result.candidates.map((c) => c.setting).filter(Boolean);
+    expect(settings).toEqual(
+      expect.arrayContaining(['option.allocator=default', 'option.allocator=jemalloc']),
+    );
+    for (const c of result.candidates.filter((c) => c.setting?.startsWith('option.allocator')))
+      expect(c.levels.every((l) => l.requests > 0 && l.errors === 0)).toBe(true);
+    expect(result.properties['option.allocator']).toMatch(/^(jemalloc|default)$/);
   });
 });

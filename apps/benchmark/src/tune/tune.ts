@@ -1,5 +1,5 @@
 import os from 'node:os';
-import type { ServingInput, TensorDescriptor } from '@kiln/core';
+import { type ServingInput, type TensorDescriptor, findAllocatorLibrary } from '@kiln/core';
 import { type InputFile, benchInput } from '../inputs/bench-input.js';
 import { specsFromSignature } from '../inputs/synthetic-tensors.js';
 import { openModelPool } from '../inprocess/model-pool.js';
@@ -84,7 +84,11 @@ const DELAY_LOAD = 0.5;
  * the best throughput at a fixed rate, and the lowest P99 wins.
  * Then, on the recommended configuration: 4. for a model with a dynamic non-batch axis
  * (sequence length), requests of varying lengths with `batchifier=stack` against `bucket`;
- * 5. where Kiln declares `cpu_pinning`, pinned workers against unpinned (Linux).
+ * 5. where Kiln declares `cpu_pinning`, pinned workers against unpinned (Linux);
+ * 6. for a Python-mode model, its worker processes with jemalloc against glibc's malloc
+ * (`option.allocator`), where Debian's libjemalloc2 is installed. The server process's own
+ * allocator (`cpu_launcher_args --enable_jemalloc`) is chosen when it starts, so an engine
+ * that runs inside it cannot be compared from this process: the tune leaves that key out.
  * A more complex choice must beat a simpler one by 5%, more than run-to-run noise.
  */
 export async function runTune(options: TuneOptions): Promise<TuneResult> {
@@ -103,9 +107,9 @@ export async function runTune(options: TuneOptions): Promise<TuneResult> {
     maxWindows: options.maxWindows,
     ...(options.stability ? { stability: options.stability } : {}),
   };
-  // At most four more: two batchifiers under variable lengths, pinned and not.
+  // At most six more: two batchifiers under variable lengths, pinned and not, two allocators.
   progress.start(
-    splits.length + batchSizes.filter((b) => b > 1).length + delays.length + 4,
+    splits.length + batchSizes.filter((b) => b > 1).length + delays.length + 6,
     'tuning',
   );
 
@@ -228,6 +232,16 @@ export async function runTune(options: TuneOptions): Promise<TuneResult> {
       });
       extras.pinned = higherThroughput(loose, pinned) === pinned;
     }
+    if (engine === 'Python' && jemallocInstalled()) {
+      const concurrency = { mode: 'concurrency' } as const;
+      const variant = (allocator: string): Variant => ({
+        setting: `option.allocator=${allocator}`,
+        overrides: { 'option.allocator': allocator },
+      });
+      const glibc = await tryConfig(config, concurrency, variant('default'));
+      const jemalloc = await tryConfig(config, concurrency, variant('jemalloc'));
+      extras.allocator = higherThroughput(glibc, jemalloc) === jemalloc ? 'jemalloc' : 'default';
+    }
   }
   progress.stop();
   return {
@@ -305,6 +319,16 @@ export function bestLevel(
 }
 
 /** The candidate with the higher in-budget throughput; the simpler, earlier one unless the gain is clear. */
+/** Whether Debian's libjemalloc2 is there to be preloaded into worker processes. */
+function jemallocInstalled(): boolean {
+  try {
+    findAllocatorLibrary('jemalloc');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function higherThroughput(current: TuneCandidate | undefined, next: TuneCandidate): TuneCandidate {
   if (!current?.best) return next.best || !current ? next : current;
   if (!next.best) return current;
