@@ -9,16 +9,15 @@
  *
  *   node -C @kiln/source --import tsx bench/tuning/allocator.ts [--requests 300] [--rounds 3] …
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { findAllocatorLibrary } from '@kiln/core';
-import { loadServerConfig, startKilnServer } from '@kiln/server';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
+import { startBenchServer } from './bench-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -103,18 +102,8 @@ async function load(agent: http.Agent, url: URL, count: number, concurrency: num
 async function main(): Promise<void> {
   const library = findAllocatorLibrary('jemalloc');
   const store = mkdtempSync(join(tmpdir(), 'kiln-bench-allocator-'));
-  const server = await startKilnServer({
-    config: loadServerConfig({
-      env: {},
-      overrides: {
-        management_token: randomBytes(16).toString('hex'),
-        inference_address: 'http://127.0.0.1:0',
-        management_address: 'http://127.0.0.1:0',
-        metrics_address: 'http://127.0.0.1:0',
-        enable_access_log: 'false',
-      },
-    }),
-    models: (Object.keys(CONTENDERS) as Contender[]).map((name) => {
+  const server = await startBenchServer(
+    (Object.keys(CONTENDERS) as Contender[]).map((name) => {
       const dir = join(store, name);
       mkdirSync(dir);
       writeFileSync(join(dir, 'model.py'), HANDLER);
@@ -132,7 +121,7 @@ async function main(): Promise<void> {
       );
       return `${name}=${dir}`;
     }),
-  });
+  );
   const agent = new http.Agent({ keepAlive: true, maxSockets: int('concurrency') });
   try {
     for (let i = 0; i < 200 && server.models.list().length < 2; i++)

@@ -8,7 +8,6 @@
  *
  *   node -C @kiln/source --import tsx bench/tuning/bucketing.ts [--requests 96] [--rounds 3] …
  */
-import { randomBytes } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
@@ -16,10 +15,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { NDList, Tensor, decodeNpy, encodeNpz } from '@kiln/core';
 import { MODEL_FILE, SeededRandom, transformerEncoderModel } from '@kiln/model-tools';
-import { loadServerConfig, startKilnServer } from '@kiln/server';
 import type { BatchMetrics } from '@kiln/worker-pool';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
+import { startBenchServer } from './bench-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -167,19 +166,9 @@ async function main(): Promise<void> {
     copyFileSync(join(cache, MODEL_FILE), join(store, name, MODEL_FILE));
     writeFileSync(join(store, name, 'serving.properties'), [...pool, ...lines, ''].join('\n'));
   }
-  const server = await startKilnServer({
-    config: loadServerConfig({
-      env: {},
-      overrides: {
-        management_token: randomBytes(16).toString('hex'),
-        inference_address: 'http://127.0.0.1:0',
-        management_address: 'http://127.0.0.1:0',
-        metrics_address: 'http://127.0.0.1:0',
-        enable_access_log: 'false',
-      },
-    }),
-    models: Object.keys(contenders).map((name) => `${name}=${join(store, name)}`),
-  });
+  const server = await startBenchServer(
+    Object.keys(contenders).map((name) => `${name}=${join(store, name)}`),
+  );
   try {
     for (let i = 0; i < 600 && server.models.list().some((e) => e.state === 'PENDING'); i++)
       await new Promise((r) => setTimeout(r, 100));

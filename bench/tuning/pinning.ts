@@ -16,7 +16,6 @@
  * its first input declares (dynamic sizes: --shape, e.g. 1,3,224,224). On a many-core machine
  * give --workers (and --concurrency); every figure also prints as a `figure:` line.
  */
-import { randomBytes } from 'node:crypto';
 import {
   cpSync,
   existsSync,
@@ -32,7 +31,6 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { NDList, Tensor, encodeNpz } from '@kiln/core';
 import { resnetModel } from '@kiln/model-tools';
-import { loadServerConfig, startKilnServer } from '@kiln/server';
 import {
   formatSpread,
   goalLine,
@@ -42,6 +40,7 @@ import {
   spreadOf,
 } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
+import { startBenchServer } from './bench-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -185,19 +184,9 @@ async function main(): Promise<void> {
     const kept = existsSync(properties) ? readFileSync(properties, 'utf8') : '';
     writeFileSync(properties, `${kept}\n${[...pool, line].join('\n')}\n`);
   }
-  const server = await startKilnServer({
-    config: loadServerConfig({
-      env: {},
-      overrides: {
-        management_token: randomBytes(16).toString('hex'),
-        inference_address: 'http://127.0.0.1:0',
-        management_address: 'http://127.0.0.1:0',
-        metrics_address: 'http://127.0.0.1:0',
-        enable_access_log: 'false',
-      },
-    }),
-    models: Object.keys(contenders).map((name) => `${name}=${join(scratch, name)}`),
-  });
+  const server = await startBenchServer(
+    Object.keys(contenders).map((name) => `${name}=${join(scratch, name)}`),
+  );
   try {
     for (let i = 0; i < 1200 && server.models.list().some((e) => e.state === 'PENDING'); i++)
       await new Promise((r) => setTimeout(r, 100));

@@ -9,14 +9,12 @@
  *
  *   node -C @kiln/source --import tsx bench/tuning/warmup.ts [--rounds 3] [--first 5] …
  */
-import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Tensor, encodeNpy } from '@kiln/core';
 import { MODEL_FILE, resnetModel } from '@kiln/model-tools';
-import { loadServerConfig, startKilnServer } from '@kiln/server';
 import {
   formatSpread,
   goalLine,
@@ -26,6 +24,7 @@ import {
   spreadOf,
 } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
+import { startBenchServer } from './bench-server.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -80,19 +79,7 @@ async function measure(store: string, contender: Contender, round: number): Prom
     `engine=OnnxRuntime\nminWorkers=1\nmaxWorkers=1\n${CONTENDERS[contender]}`,
   );
   const started = performance.now();
-  const server = await startKilnServer({
-    config: loadServerConfig({
-      env: {},
-      overrides: {
-        management_token: randomBytes(16).toString('hex'),
-        inference_address: 'http://127.0.0.1:0',
-        management_address: 'http://127.0.0.1:0',
-        metrics_address: 'http://127.0.0.1:0',
-        enable_access_log: 'false',
-      },
-    }),
-    models: [`${name}=${dir}`],
-  });
+  const server = await startBenchServer([`${name}=${dir}`]);
   try {
     for (let i = 0; i < 200 && server.models.list().length === 0; i++)
       await new Promise((r) => setTimeout(r, 10));
