@@ -1,3 +1,5 @@
+import type { ServerSplit } from '../http/server-split.js';
+
 /** Milliseconds with precision that suits their size: 0.0123, 1.234, 12.35, 1234.5. */
 export function formatMs(ms: number): string {
   if (!Number.isFinite(ms)) return '-';
@@ -42,4 +44,16 @@ export function textTable(
       .join('  ')
       .trimEnd();
   return [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line)].join('\n');
+}
+
+/** A level's server-side columns (queue, pre, infer, post means and mean batch), as reports show them. */
+export function serverCells(server: ServerSplit | undefined): string[] {
+  if (!server) return ['-', '-', '-', '-', '-'];
+  return [
+    formatMs(server.queue.meanMs),
+    formatMs(server.preprocess.meanMs),
+    formatMs(server.inference.meanMs),
+    formatMs(server.postprocess.meanMs),
+    server.meanBatchSize.toFixed(2),
+  ];
 }

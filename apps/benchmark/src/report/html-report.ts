@@ -7,7 +7,7 @@ import type {
 } from '../results.js';
 import { STAGES } from '../results.js';
 import { servingPropertiesText } from '../tune/recommendation.js';
-import { formatBytes, formatMs, formatRate } from './format.js';
+import { formatBytes, formatMs, formatRate, serverCells } from './format.js';
 import { barChart, esc, lineChart } from './svg-charts.js';
 
 /**
@@ -117,20 +117,7 @@ function http(r: HttpResult): { title: string; body: string } {
       String(l.errors),
       l.stable ? 'yes' : 'no',
     ];
-    if (withServer) {
-      const s = l.server;
-      row.push(
-        ...(s
-          ? [
-              formatMs(s.queue.meanMs),
-              formatMs(s.preprocess.meanMs),
-              formatMs(s.inference.meanMs),
-              formatMs(s.postprocess.meanMs),
-              s.meanBatchSize.toFixed(2),
-            ]
-          : ['-', '-', '-', '-', '-']),
-      );
-    }
+    if (withServer) row.push(...serverCells(l.server));
     return row;
   });
   const note = withServer

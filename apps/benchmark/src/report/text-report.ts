@@ -1,7 +1,7 @@
 import type { HttpResult, InProcessResult, TuneResult, BenchResult } from '../results.js';
 import { STAGES } from '../results.js';
 import { configPropertiesText, servingPropertiesText } from '../tune/recommendation.js';
-import { formatBytes, formatMs, formatRate, textTable } from './format.js';
+import { formatBytes, formatMs, formatRate, serverCells, textTable } from './format.js';
 
 /** Styles for headings and warnings; identity functions when colour is off. */
 export interface TextStyle {
@@ -79,20 +79,7 @@ function httpReport(r: HttpResult, style: TextStyle): string {
       String(l.errors),
       l.stable ? 'yes' : `no (${l.windows})`,
     ];
-    if (withServer) {
-      const s = l.server;
-      row.push(
-        ...(s
-          ? [
-              formatMs(s.queue.meanMs),
-              formatMs(s.preprocess.meanMs),
-              formatMs(s.inference.meanMs),
-              formatMs(s.postprocess.meanMs),
-              s.meanBatchSize.toFixed(2),
-            ]
-          : ['-', '-', '-', '-', '-']),
-      );
-    }
+    if (withServer) row.push(...serverCells(l.server));
     return row;
   });
   const lines = [
