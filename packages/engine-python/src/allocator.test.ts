@@ -1,25 +1,20 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
-  CPU,
   KilnErrorCode,
   NDList,
   PRELOADED_ALLOCATOR_ENV,
   Tensor,
   findAllocatorLibrary,
-  parseServingProperties,
   type ExecutionContext,
 } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
-import { createPythonEngine } from './provider.js';
-import type { PythonModel } from './python-model.js';
 import { probePython } from './probe.js';
+import { TEST_PYTHON, loadTestModel, removeTestModels } from './test-support.js';
 
 // option.allocator: the worker process runs with jemalloc or tcmalloc preloaded, which its
 // /proc/<pid>/maps shows mapped, or with glibc's malloc.
-const PYTHON = '/usr/bin/python3';
+const PYTHON = TEST_PYTHON;
 const { run } = await checkEngine('Python', () => probePython(PYTHON));
 const installed = (allocator: 'jemalloc' | 'tcmalloc') => {
   try {
@@ -39,23 +34,9 @@ def handle(inputs):
     return Output().add(str(os.getpid()))
 `;
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-
-async function load(options: Record<string, string>, properties = ''): Promise<PythonModel> {
-  const dir = mkdtempSync(join(tmpdir(), 'kiln-python-allocator-'));
-  dirs.push(dir);
-  writeFileSync(join(dir, 'model.py'), HANDLER);
-  const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
-  const parsed = parseServingProperties(properties);
-  return (await engine.loadModel({
-    name: 'm',
-    modelDir: dir,
-    device: CPU,
-    options: { pythonExecutable: PYTHON, ...parsed.options, ...options },
-    properties: parsed,
-  })) as PythonModel;
-}
+afterAll(removeTestModels);
+const load = (options: Record<string, string>, properties = '') =>
+  loadTestModel(HANDLER, options, properties);
 
 /** The libraries mapped into the process of the context's worker. */
 async function workerMaps(context: ExecutionContext): Promise<string> {

@@ -1,48 +1,21 @@
 import { createHash } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  CPU,
-  KilnErrorCode,
-  NDList,
-  Tensor,
-  parseServingProperties,
-  type ExecutionContext,
-} from '@kiln/core';
+import { CPU, KilnErrorCode, NDList, Tensor, type ExecutionContext } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
-import { createPythonEngine } from './provider.js';
 import type { PythonExecutionContext } from './python-execution-context.js';
 import type { PythonModel } from './python-model.js';
 import { PythonEngine, visibleGpuCount } from './python-engine.js';
 import { probePython } from './probe.js';
+import { TEST_PYTHON, loadTestModel, removeTestModels } from './test-support.js';
 import { OPENMP_SPIN_COUNT } from './thread-env.js';
 
-const PYTHON = '/usr/bin/python3';
+const PYTHON = TEST_PYTHON;
 const { run } = await checkEngine('Python', () => probePython(PYTHON));
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-
-async function load(
-  source: string,
-  options: Record<string, string> = {},
-  servingProperties = '',
-): Promise<PythonModel> {
-  const dir = mkdtempSync(join(tmpdir(), 'kiln-python-'));
-  dirs.push(dir);
-  writeFileSync(join(dir, 'model.py'), source);
-  const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
-  const properties = parseServingProperties(servingProperties);
-  return (await engine.loadModel({
-    name: 'm',
-    modelDir: dir,
-    device: CPU,
-    options: { pythonExecutable: PYTHON, ...properties.options, ...options },
-    properties,
-  })) as PythonModel;
-}
+afterAll(removeTestModels);
+const load = loadTestModel;
 
 /** The JSON a model's handler answers to a one-byte `data` content, in a fresh context. */
 async function jsonAnswer(model: PythonModel): Promise<unknown> {

@@ -1,46 +1,16 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  CPU,
-  KilnErrorCode,
-  NDList,
-  Tensor,
-  parseServingProperties,
-  type ExecutionContext,
-} from '@kiln/core';
+import { KilnErrorCode, NDList, Tensor, type ExecutionContext } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
-import { createPythonEngine } from './provider.js';
-import type { PythonModel } from './python-model.js';
 import { probePython } from './probe.js';
+import { TEST_PYTHON, loadTestModel, removeTestModels } from './test-support.js';
 
 // Bounds on what one Python worker may cost: its answers' size (max_response_size), its
 // memory (max_worker_rss_mb), and its time once nobody waits for its call (cancellation).
-const PYTHON = '/usr/bin/python3';
+const PYTHON = TEST_PYTHON;
 const { run } = await checkEngine('Python', () => probePython(PYTHON));
 
-const dirs: string[] = [];
-afterAll(() => dirs.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
-
-async function load(
-  source: string,
-  options: Record<string, string> = {},
-  properties = '',
-): Promise<PythonModel> {
-  const dir = mkdtempSync(join(tmpdir(), 'kiln-python-limits-'));
-  dirs.push(dir);
-  writeFileSync(join(dir, 'model.py'), source);
-  const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
-  const parsed = parseServingProperties(properties);
-  return (await engine.loadModel({
-    name: 'm',
-    modelDir: dir,
-    device: CPU,
-    options: { pythonExecutable: PYTHON, ...parsed.options, ...options },
-    properties: parsed,
-  })) as PythonModel;
-}
+afterAll(removeTestModels);
+const load = loadTestModel;
 
 /** Calls the handler with a text body (a `data` bytes content, as a request body arrives). */
 function ask(context: ExecutionContext, text: string, signal?: AbortSignal): Promise<string> {
