@@ -127,8 +127,9 @@ describe.skipIf(!linux2)('core pinning over HTTP', () => {
     }
   });
 
-  it('leaves the event loop the cores no worker took (--ninstances 2, one worker), until the model goes', async () => {
-    server = await startTestServer({
+  /** Iris pinned as if two instances shared the machine: one worker, half the cores. */
+  async function startIrisOnHalfTheCores(): Promise<TestServer> {
+    const started = await startTestServer({
       models: [`iris=${iris}`],
       config: {
         cpu_launcher_enable: 'true',
@@ -137,7 +138,12 @@ describe.skipIf(!linux2)('core pinning over HTTP', () => {
         max_workers: '1',
       },
     });
-    await server.settled();
+    await started.settled();
+    return started;
+  }
+
+  it('leaves the event loop the cores no worker took (--ninstances 2, one worker), until the model goes', async () => {
+    server = await startIrisOnHalfTheCores();
     const [worker] = await workersOf('iris');
     const eventLoop = server.server.models.eventLoopCores!;
     expect(eventLoop.length).toBeGreaterThanOrEqual(1);
@@ -153,16 +159,7 @@ describe.skipIf(!linux2)('core pinning over HTTP', () => {
   });
 
   it('gives the main thread every core back when the server stops', async () => {
-    server = await startTestServer({
-      models: [`iris=${iris}`],
-      config: {
-        cpu_launcher_enable: 'true',
-        cpu_launcher_args: '--ninstances 2',
-        min_workers: '1',
-        max_workers: '1',
-      },
-    });
-    await server.settled();
+    server = await startIrisOnHalfTheCores();
     expect(server.server.models.eventLoopCores).toBeDefined();
     const stopping = server;
     server = undefined;
