@@ -1,10 +1,5 @@
-import type { StepDecoder } from '@kiln/core';
-import {
-  type GenerationRequest,
-  type GenerationResult,
-  TokenSampler,
-  systemClock,
-} from '@kiln/batching';
+import { type StepDecoder, TokenSampler } from '@kiln/core';
+import { type GenerationRequest, type GenerationResult, systemClock } from '@kiln/batching';
 
 interface Waiting {
   readonly request: GenerationRequest;

@@ -40,4 +40,5 @@ export * from './generation/load-text-tokenizer.js';
 export * from './generation/token-text-stream.js';
 export * from './generation/generation-parameters.js';
 export * from './generation/stop-text.js';
+export * from './generation/token-sampler.js';
 export * from './kiln-home.js';

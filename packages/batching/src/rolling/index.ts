@@ -1,4 +1,3 @@
-export * from './token-sampler.js';
 export * from './rolling-scheduler.js';
 export * from './test-workload.js';
 export * from './text-generation.js';

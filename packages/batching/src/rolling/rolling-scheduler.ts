@@ -1,6 +1,12 @@
-import { KilnError, KilnErrorCode, type StepDecoder, type StepEntry } from '@kiln/core';
+import {
+  KilnError,
+  KilnErrorCode,
+  type SamplingParams,
+  type StepDecoder,
+  type StepEntry,
+  TokenSampler,
+} from '@kiln/core';
 import { type Clock, systemClock } from '../clock.js';
-import { type SamplingParams, TokenSampler } from './token-sampler.js';
 
 /** DJL LMI's defaults: `max_rolling_batch_size` 32, `max_rolling_batch_prefill_tokens` 4096. */
 export const DEFAULT_MAX_ROLLING_BATCH_SIZE = 32;

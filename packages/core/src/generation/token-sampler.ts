@@ -1,4 +1,4 @@
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { KilnError, KilnErrorCode } from '../errors.js';
 
 /** How the next token is chosen from the logits (Hugging Face / DJL LMI parameter names). */
 export interface SamplingParams {
