@@ -10,6 +10,7 @@ export * from './engine/engine-registry.js';
 export * from './engine/engine-catalog.js';
 export * from './engine/execution.js';
 export * from './engine/open-contexts.js';
+export * from './engine/worker-kind.js';
 export * from './model/model.js';
 export * from './translate/batchifier.js';
 export * from './translate/stack-batchifier.js';

@@ -6,6 +6,17 @@ import type { SettingDeclaration } from '../settings/setting-declaration.js';
 export const ENGINE_SPECIFICATION_VERSION = 'kiln-engine-v1' as const;
 export type EngineSpecificationVersion = typeof ENGINE_SPECIFICATION_VERSION;
 
+/**
+ * What a model's workers run; the engine's provider lists the kinds it supports, and the
+ * model's settings pick one (see `workerKindFor`):
+ * - `forward`: batches of tensors (`NDList`) through a Predictor — tensor engines;
+ * - `serve`: request-level DJL Input/Output, each request's properties and contents as they
+ *   came — Python mode's handlers;
+ * - `step`: one decoding step over many sequences, driven by the rolling scheduler —
+ *   text generation (`option.rolling_batch`).
+ */
+export type WorkerKind = 'forward' | 'serve' | 'step';
+
 /** See EngineProvider.execution. */
 export type EngineExecution = 'blocking' | 'async';
 
@@ -41,6 +52,8 @@ export interface EngineProvider {
    * handler gets them as its properties): keys not declared are then not unknown.
    */
   readonly passesSettingsToModel?: boolean;
+  /** What this engine's workers can run; default `['forward']`. See WorkerKind. */
+  readonly workerKinds?: readonly WorkerKind[];
   /** Whether a model folder holding these file names (relative paths) is for this engine. */
   recognizes(fileNames: readonly string[]): boolean;
   /** Loads the engine's runtime. Throws KilnError(ENGINE_UNAVAILABLE) with every place it looked. */

@@ -19,6 +19,8 @@ export interface StepDecoder<S = unknown> {
   step(entries: readonly StepEntry<S>[]): Promise<readonly Float32Array[]>;
   /** Frees a sequence's state; it is not used again. */
   release(state: S): void;
+  /** Releases what the decoder holds (sessions, caches). */
+  close?(): Promise<void>;
 }
 
 export interface StepEntry<S> {

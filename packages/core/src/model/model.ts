@@ -1,3 +1,4 @@
+import type { StepDecoder } from '../generation/step-decoder.js';
 import type { Device } from '../engine/device.js';
 import type { ExecutionContext } from '../engine/execution.js';
 import type { DType } from '../tensor/dtype.js';
@@ -59,7 +60,12 @@ export interface Model {
   readonly properties: ServingProperties;
   /** What the engine reports about this model (file, opset, size, options in force…). */
   describe(): Record<string, unknown>;
-  /** A fresh execution context: one forward in flight at a time. */
+  /** A fresh execution context: one forward in flight at a time (`forward` workers). */
   newExecutionContext(options?: ExecutionContextOptions): Promise<ExecutionContext>;
+  /**
+   * A step decoder over this model for a `step` worker (rolling batch): engines whose
+   * provider lists `step` in `workerKinds` implement it. It runs where the worker runs.
+   */
+  newStepDecoder?(options?: ExecutionContextOptions): Promise<StepDecoder>;
   dispose(): Promise<void>;
 }
