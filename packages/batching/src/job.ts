@@ -11,6 +11,12 @@ export interface JobOptions {
   signal?: AbortSignal;
   /** Overrides the queue's `bucketOf` for this job. */
   bucket?: BucketKey;
+  /**
+   * Gets each piece of a job that streams its result (a generation's GenerationChunk), in
+   * order, before the job settles. A promise it returns holds the job's next piece (its next
+   * step) until it settles: a slow reader slows only its own job.
+   */
+  onChunk?: (chunk: unknown) => void | Promise<void>;
 }
 
 /** One accepted request, as a worker sees it. */

@@ -1,5 +1,6 @@
 export * from './create-worker-pool.js';
 export * from './worker-pool.js';
+export * from './generation-pool.js';
 export * from './settings.js';
 export * from './thread-budget.js';
 export * from './cpu-pinning.js';

@@ -8,7 +8,7 @@ import {
   JobQueue,
   systemClock,
 } from '@kiln/batching';
-import { type Device, KilnError, KilnErrorCode } from '@kiln/core';
+import { type Device, KilnError, KilnErrorCode, type WorkerKind } from '@kiln/core';
 import { PoolEvents, type WorkerPoolEvent, type WorkerPoolListener } from './pool-events.js';
 import { type CorePlan, planCores, processCores, readCpuTopology } from './cpu-topology.js';
 import type { ForwardProbe } from './forward-probe.js';
@@ -63,6 +63,8 @@ export interface BackendFactory<I, O> {
 /** What a WorkerPool is built from (createWorkerPool fills it). */
 export interface WorkerPoolInit<I, O> {
   readonly name: string;
+  /** What its workers run (see WorkerKind); default `forward`. */
+  readonly kind?: WorkerKind | undefined;
   readonly settings: WorkerPoolSettings;
   /** One worker group per device. */
   readonly devices: readonly Device[];
@@ -119,6 +121,8 @@ export class WorkerPool<I, O> {
   private adaptiveBatching = false;
 
   readonly name: string;
+  /** What its workers run: batches of tensors, whole requests, or decoding steps. */
+  readonly kind: WorkerKind;
   readonly settings: WorkerPoolSettings;
   private readonly backends: BackendFactory<I, O>;
   private readonly clock: Clock;
@@ -129,6 +133,7 @@ export class WorkerPool<I, O> {
   constructor(options: WorkerPoolInit<I, O>) {
     const { settings, clock = systemClock } = options;
     this.name = options.name;
+    this.kind = options.kind ?? 'forward';
     this.settings = settings;
     this.backends = options.backends;
     this.clock = clock;

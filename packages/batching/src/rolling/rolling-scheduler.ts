@@ -7,6 +7,7 @@ import {
   TokenSampler,
 } from '@kiln/core';
 import { type Clock, systemClock } from '../clock.js';
+import type { FinishReason } from './generation-job.js';
 
 /** DJL LMI's defaults: `max_rolling_batch_size` 32, `max_rolling_batch_prefill_tokens` 4096. */
 export const DEFAULT_MAX_ROLLING_BATCH_SIZE = 32;
@@ -45,8 +46,6 @@ export interface GenerationRequest {
    */
   readonly onToken?: (token: number, index: number) => unknown;
 }
-
-export type FinishReason = 'length' | 'stop' | 'eos' | 'cancelled';
 
 export interface GenerationResult {
   readonly tokens: readonly number[];

@@ -1,5 +1,6 @@
 import { type GenerationParameters, StopText } from '@kiln/core';
-import type { FinishReason, GenerationResult, RollingScheduler } from './rolling-scheduler.js';
+import type { FinishReason } from './generation-job.js';
+import type { GenerationResult, RollingScheduler } from './rolling-scheduler.js';
 
 /**
  * What text generation needs of a tokenizer (a @kiln/core TextTokenizer is one). Either call

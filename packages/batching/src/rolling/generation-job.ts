@@ -1,0 +1,37 @@
+import type { SamplingParams } from '@kiln/core';
+
+/** What a text-generation (step) pool's jobs carry: a tokenized prompt and how to continue it. */
+export interface GenerationJob {
+  readonly promptTokens: readonly number[];
+  readonly maxNewTokens: number;
+  readonly sampling?: SamplingParams;
+  /** Stop strings, checked on the text: the first one found ends the job, and is never shown. */
+  readonly stop?: readonly string[];
+  /** Whether each chunk carries the log-probability of its token. */
+  readonly logprobs?: boolean;
+}
+
+/** One generated token, streamed through `JobOptions.onChunk` as soon as it is chosen. */
+export interface GenerationChunk {
+  readonly token: number;
+  /** The text it adds that may be shown now ('' while a character or a stop string is held). */
+  readonly text: string;
+  /** Its place among the generated tokens, from 0. */
+  readonly index: number;
+  /** Natural log of its probability under the model's logits, when the job asked. */
+  readonly logprob?: number;
+}
+
+export type FinishReason = 'length' | 'stop' | 'eos' | 'cancelled';
+
+export interface GenerationOutput {
+  /** The generated text, without the prompt and without a stop string. */
+  readonly text: string;
+  readonly tokens: readonly number[];
+  readonly finishReason: FinishReason;
+  readonly promptTokens: number;
+  /** From submission to the first token; undefined when none came. */
+  readonly timeToFirstTokenMs: number | undefined;
+  /** Gaps between consecutive tokens. */
+  readonly interTokenMs: readonly number[];
+}
