@@ -8,6 +8,7 @@ import {
   type ServingProperties,
   type TensorDescriptor,
 } from '@kiln/core';
+import { type OrtStepDecoder, createOrtStepDecoder } from './decoder/ort-step-decoder.js';
 import { OrtExecutionContext } from './ort-execution-context.js';
 import { findModelFile } from './model-file.js';
 import { type OrtSessionConfig, parseSessionConfig } from './options.js';
@@ -30,12 +31,12 @@ export interface OrtModelSettings {
 
 /**
  * An ONNX model loaded by OnnxRuntime. Loading creates one session (to validate the file and
- * read its inputs and outputs); the first execution context with the same settings takes
- * that session over instead of loading the model again.
+ * read its inputs and outputs); the first execution context or step decoder with the same
+ * settings takes that session over instead of loading the model again.
  */
 export class OrtModel implements Model {
   readonly engine = 'OnnxRuntime';
-  private readonly contexts: OpenContexts<OrtExecutionContext>;
+  private readonly contexts: OpenContexts<OrtExecutionContext | OrtStepDecoder>;
 
   private constructor(
     readonly name: string,
@@ -89,6 +90,31 @@ export class OrtModel implements Model {
    * intraOpNumThreads themselves.
    */
   async newExecutionContext(options: ExecutionContextOptions = {}): Promise<OrtExecutionContext> {
+    const session = await this.takeSession(options);
+    // Intra-op threads are placed on the cores (session.intra_op_thread_affinities).
+    const pinned = this.device.type === 'cpu' ? options.cpuCores : undefined;
+    const context = new OrtExecutionContext(session, (c) => this.contexts.release(c), pinned);
+    await this.contexts.track(context);
+    return context;
+  }
+
+  /**
+   * A step decoder over this model (a KV-cache decoder with a config.json), in the calling
+   * thread and with a session set up as an execution context's would be.
+   */
+  async newStepDecoder(options: ExecutionContextOptions = {}): Promise<OrtStepDecoder> {
+    const session = await this.takeSession(options);
+    const decoder = await createOrtStepDecoder(
+      session,
+      { dir: this.modelDir, modelBytes: this.bytes },
+      (d) => this.contexts.release(d),
+    );
+    await this.contexts.track(decoder);
+    return decoder;
+  }
+
+  /** A session with the context's threads and cores: the one opened at load when it fits. */
+  private async takeSession(options: ExecutionContextOptions): Promise<SessionRunner> {
     this.contexts.assertOpen();
     const config: OrtSessionConfig = {
       ...this.config,
@@ -97,18 +123,10 @@ export class OrtModel implements Model {
     };
     const spare = this.spare;
     this.spare = undefined;
-    let session = spare?.session;
-    const wanted = contextSettings(config);
-    if (session && JSON.stringify(wanted) !== JSON.stringify(spare?.settings)) {
-      await session.close();
-      session = undefined;
-    }
-    session ??= await SessionRunner.create(this.modelPath, config);
-    // Intra-op threads are placed on the cores (session.intra_op_thread_affinities).
-    const pinned = this.device.type === 'cpu' ? options.cpuCores : undefined;
-    return this.contexts.track(
-      new OrtExecutionContext(session, (c) => this.contexts.release(c), pinned),
-    );
+    if (spare && JSON.stringify(contextSettings(config)) === JSON.stringify(spare.settings))
+      return spare.session;
+    await spare?.session.close();
+    return SessionRunner.create(this.modelPath, config);
   }
 
   describe(): Record<string, unknown> {

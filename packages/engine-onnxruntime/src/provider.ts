@@ -17,6 +17,8 @@ export function createOnnxRuntimeEngine(options: OnnxRuntimeEngineOptions = {}):
     // onnxruntime-node's run blocks its thread: the worker pool gives each worker one.
     execution: 'blocking',
     options: SESSION_OPTIONS,
+    // Tensor models run forwards; KV-cache decoders also run steps (OrtModel.newStepDecoder).
+    workerKinds: ['forward', 'step'],
     recognizes: (fileNames) => fileNames.some((f) => f.toLowerCase().endsWith('.onnx')),
     // The engine's modules are imported here, when a model first needs it.
     load: async () => {

@@ -9,6 +9,8 @@ export interface StepDecoder<S = unknown> {
   readonly maxSequenceLength: number;
   /** Bytes of cache one token of one sequence takes, for accounting and metrics. */
   readonly cacheBytesPerToken: number;
+  /** The token that ends a text, when the model says (Hugging Face `eos_token_id`). */
+  readonly eosTokenId?: number | undefined;
   /** Fresh state for a new sequence: nothing seen yet. */
   open(): S;
   /**

@@ -1,13 +1,17 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KilnError, spawnModuleWorker as startThread } from '@kiln/core';
+import { KilnError } from '@kiln/core';
 import { gptDecoderModel, tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeOrt } from '../probe.js';
-import type { DecoderSequence } from './ort-step-decoder.js';
-import { OrtStepDecoder } from './ort-step-decoder.js';
+import { loadOrtModel } from '../test-support/load.js';
+import {
+  type DecoderSequence,
+  type OrtStepDecoder,
+  loadOrtStepDecoder,
+} from './ort-step-decoder.js';
 
 const { run } = await checkEngine('OnnxRuntime', probeOrt);
 
@@ -23,10 +27,7 @@ beforeAll(async () => {
     heads: 4,
     maxLen: 128,
   });
-  decoder = await OrtStepDecoder.load(model.dir, {
-    startThread,
-    session: { intraOpNumThreads: 1 },
-  });
+  decoder = await loadOrtStepDecoder(model.dir, { session: { intraOpNumThreads: 1 } });
 });
 afterAll(async () => {
   await decoder?.close();
@@ -86,7 +87,7 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     expect(decoder.cachedTokens).toBe(3 + 15 + 42 + 40);
     for (const state of [...states, late]) decoder.release(state);
     expect(decoder.cachedTokens).toBe(0);
-    // The worker dropped the released caches: one position of one sequence is all it holds now.
+    // The released caches are dropped: one position of one sequence is all it holds now.
     const probe = decoder.open();
     await decoder.step([{ state: probe, tokens: [1] }]);
     expect(decoder.cacheBytesAllocated).toBe(decoder.cacheBytesPerToken);
@@ -99,8 +100,7 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     const prompts = [tokens(3, 1), tokens(17, 2), tokens(9, 4), tokens(30, 6)];
     const feeds = (i: number, n: number) => [prompts[i]!, ...tokens(n, i + 10).map((t) => [t])];
     const alone = await Promise.all([0, 1, 2, 3].map(async (i) => feedAlone(feeds(i, 12))));
-    const grouped = await OrtStepDecoder.load(model.dir, {
-      startThread,
+    const grouped = await loadOrtStepDecoder(model.dir, {
       session: { intraOpNumThreads: 1 },
       decodeRunCost: 1,
     });
@@ -144,44 +144,45 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     decoder.release(state);
   });
 
-  it('keeps the event loop free while a step runs', async () => {
-    const model = await gptDecoderModel(join(root, 'wide'), {
-      layers: 4,
-      hidden: 512,
-      heads: 2,
-      attentionDim: 64,
-      maxLen: 512,
-    });
-    const wide = await OrtStepDecoder.load(model.dir, {
-      startThread,
-      session: { intraOpNumThreads: 1 },
-    });
+  it('is what the engine makes of a decoder folder, on the session opened at load', async () => {
+    const loaded = await loadOrtModel(model.dir, { intraOpNumThreads: '1' });
     try {
-      const state = wide.open();
-      let last = performance.now();
-      let maxLag = 0;
-      const timer = setInterval(() => {
-        const now = performance.now();
-        maxLag = Math.max(maxLag, now - last);
-        last = now;
-      }, 2);
-      const start = performance.now();
-      await wide.step([{ state, tokens: tokens(400, 1) }]);
-      const stepMs = performance.now() - start;
-      clearInterval(timer);
-      expect(stepMs).toBeGreaterThan(20);
-      // The timer kept ticking: no gap near the length of the step.
-      expect(maxLag / stepMs).toBeLessThan(0.5);
+      const prompt = tokens(20, 3);
+      const [alone] = await feedAlone([prompt]);
+      const made = await loaded.newStepDecoder();
+      expect(loaded.describe().openContexts).toBe(1);
+      expect([made.vocabSize, made.maxSequenceLength, made.eosTokenId]).toEqual([97, 128, 0]);
+      const state = made.open();
+      const [logits] = await made.step([{ state, tokens: prompt }]);
+      expect(maxDiff(logits!, alone!)).toBe(0);
+      expect(made.lastStepMs).toBeGreaterThanOrEqual(made.lastSessionMs);
+      expect(made.lastSessionMs).toBeGreaterThan(0);
+      await made.close();
+      expect(loaded.describe().openContexts).toBe(0);
+      await expect(made.step([{ state, tokens: [1] }])).rejects.toThrow(/closed/);
+      // One the model still holds is closed with it.
+      const held = await loaded.newStepDecoder();
+      await loaded.dispose();
+      await expect(held.step([{ state: held.open(), tokens: [1] }])).rejects.toThrow(/closed/);
     } finally {
-      await wide.close();
+      await loaded.dispose();
     }
+  });
+
+  it('fails only the step whose input is bad, and keeps serving', async () => {
+    const [good, bad] = [decoder.open(), decoder.open()];
+    await decoder.step([{ state: good, tokens: [5, 6] }]);
+    await expect(decoder.step([{ state: bad, tokens: [] }])).rejects.toThrow(/no tokens/);
+    const [next] = await decoder.step([{ state: good, tokens: [7] }]);
+    const [alone] = (await feedAlone([[5, 6], [7]])).slice(1);
+    expect(maxDiff(next!, alone!)).toBeLessThan(1e-4);
+    decoder.release(good);
+    decoder.release(bad);
   });
 
   it('rejects a model that is not a KV-cache decoder, naming what is missing', async () => {
     const dir = await tinyModel(join(root, 'tiny'));
-    const error = await OrtStepDecoder.load(dir, { startThread, maxSequenceLength: 8 }).catch(
-      (e: unknown) => e,
-    );
+    const error = await loadOrtStepDecoder(dir, { maxSequenceLength: 8 }).catch((e: unknown) => e);
     expect(KilnError.is(error, 'UNSUPPORTED_FORMAT')).toBe(true);
     expect((error as Error).message).toMatch(/input_ids, attention_mask, position_ids are missing/);
   });

@@ -1,35 +1,19 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Worker, WorkerOptions } from 'node:worker_threads';
-import {
-  KilnError,
-  KilnErrorCode,
-  type StepDecoder,
-  type StepEntry,
-  siblingModule,
-} from '@kiln/core';
+import { KilnError, KilnErrorCode, type StepDecoder, type StepEntry } from '@kiln/core';
 import { type OrtSessionConfig, DEFAULT_SESSION_CONFIG } from '../options.js';
-import type { DecoderSignature } from './decoder-signature.js';
-import type { DecoderReply, DecoderRequest, DecoderWorkerData } from './decoder-protocol.js';
+import { SessionRunner } from '../session-runner.js';
+import { type DecoderSignature, readDecoderSignature } from './decoder-signature.js';
+import { KvBatchRunner } from './kv-batch-runner.js';
+import { decodeRunCost } from './past-groups.js';
 
-// The worker's own module beside this one: .ts when run from source, .js when built.
-export const DECODER_WORKER_MODULE = siblingModule(import.meta.url, './decoder-worker');
-
-export interface OrtStepDecoderOptions {
-  /**
-   * Starts the thread that keeps the session and the caches: the worker pool's
-   * `startInferenceThread` (threads are the pool's to start, not the engine's).
-   */
-  readonly startThread: (module: URL, options: WorkerOptions) => Worker;
-  /** Session settings; the session runs on the decoder's thread. */
-  readonly session?: Partial<OrtSessionConfig>;
+/** What a decoder's folder and file do not say, or what overrides it. */
+export interface DecoderLimits {
   /**
    * Longest sequence the model takes; default `n_positions` (or `max_position_embeddings`)
    * from the folder's Hugging Face `config.json`.
    */
   readonly maxSequenceLength?: number;
-  /** Model file inside the folder; default `model.onnx`. */
-  readonly modelFile?: string;
   /**
    * What one more decode run costs, in padded cache positions (rows × positions): decode
    * rows run in groups of similar past length where padding them together would cost more.
@@ -39,7 +23,16 @@ export interface OrtStepDecoderOptions {
   readonly decodeRunCost?: number;
 }
 
-/** One sequence's handle; its cache lives on the decoder's thread. */
+export interface OrtStepDecoderOptions extends DecoderLimits {
+  /** Session settings (defaults: DEFAULT_SESSION_CONFIG). */
+  readonly session?: Partial<OrtSessionConfig>;
+  /** Model file inside the folder; default `model.onnx`. */
+  readonly modelFile?: string;
+  /** @deprecated Ignored: the decoder runs in the calling thread. */
+  readonly startThread?: unknown;
+}
+
+/** One sequence's handle; its cache lives in the decoder. */
 export interface DecoderSequence {
   readonly id: number;
   /** Positions cached so far. */
@@ -50,90 +43,62 @@ export interface DecoderSequence {
 interface HfConfig {
   readonly n_positions?: number;
   readonly max_position_embeddings?: number;
-  readonly eos_token_id?: number;
-}
-
-interface Pending {
-  resolve(reply: DecoderReply): void;
-  reject(error: KilnError): void;
+  readonly eos_token_id?: number | readonly number[];
 }
 
 /**
  * A GPT-2-style ONNX decoder run one step at a time for many sequences (see KvBatchRunner).
- * The session and every sequence's KV cache live on a worker thread of their own, so the
- * event loop stays free during steps and only token ids and logits cross threads.
+ * The session and every sequence's KV cache live in the calling thread: a step worker's
+ * thread, so that only token ids go in and logits stay beside the sampler. A step blocks
+ * that thread while ONNX Runtime computes.
  */
 export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
   readonly vocabSize: number;
   readonly cacheBytesPerToken: number;
-  private readonly pending = new Map<number, Pending>();
+  private readonly batches: KvBatchRunner;
   private readonly live = new Set<DecoderSequence>();
-  private nextId = 1;
   private nextSequence = 1;
-  private failure: KilnError | undefined;
-  private closed = false;
-  private allocatedFloats = 0;
-  /** Time the last step took on the decoder's thread: ONNX Runtime and the caches' copying. */
+  /** Steps and the close run one after another, never interleaved at their awaits. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private closing: Promise<void> | undefined;
+  private sessionMs = 0;
+  /** Time the last step took: ONNX Runtime and the caches' copying around it. */
   lastStepMs = 0;
   /** ONNX Runtime's share of `lastStepMs`. */
   lastSessionMs = 0;
 
-  private constructor(
-    private readonly worker: Worker,
+  constructor(
+    private readonly session: SessionRunner,
     readonly signature: DecoderSignature,
     readonly maxSequenceLength: number,
     /** From config.json, when it says. */
     readonly eosTokenId: number | undefined,
+    runCost: number,
+    /** Called once the session is closed. */
+    private readonly onClose: (decoder: OrtStepDecoder) => void = () => undefined,
   ) {
     this.vocabSize = signature.vocabSize;
-    this.cacheBytesPerToken = signature.layers * 2 * signature.heads * signature.headSize * 4;
-    worker.on('message', (reply: DecoderReply) => this.settle(reply));
-    worker.on('exit', (code) => this.exited(code));
-    worker.unref();
-  }
-
-  static async load(dir: string, options: OrtStepDecoderOptions): Promise<OrtStepDecoder> {
-    const config = await readHfConfig(dir);
-    const maxSequenceLength =
-      options.maxSequenceLength ?? config.n_positions ?? config.max_position_embeddings;
-    if (!maxSequenceLength)
-      throw new KilnError(
-        KilnErrorCode.InvalidConfig,
-        "the decoder's longest sequence is unknown: set n_positions in config.json",
-      );
-    const data: DecoderWorkerData = {
-      modelPath: join(dir, options.modelFile ?? 'model.onnx'),
-      config: { ...DEFAULT_SESSION_CONFIG, ...options.session },
+    this.cacheBytesPerToken = cacheBytesPerToken(signature);
+    this.batches = new KvBatchRunner(
+      async (inputs) => {
+        const { output, timing } = await session.run(inputs);
+        this.sessionMs += timing.runMs;
+        return output;
+      },
+      signature,
       maxSequenceLength,
-      ...(options.decodeRunCost === undefined ? {} : { decodeRunCost: options.decodeRunCost }),
-    };
-    const worker = options.startThread(DECODER_WORKER_MODULE, { workerData: data });
-    const signature = await new Promise<DecoderSignature>((resolve, reject) => {
-      worker.once('message', (reply: DecoderReply) => {
-        worker.removeAllListeners('exit');
-        if (reply.type === 'ready') return resolve(reply.signature);
-        void worker.terminate();
-        reject(
-          reply.type === 'start-failed'
-            ? KilnError.fromJSON(reply.error)
-            : new KilnError(KilnErrorCode.Internal, `unexpected ${reply.type} from a decoder`),
-        );
-      });
-      worker.once('exit', (code) =>
-        reject(
-          new KilnError(
-            KilnErrorCode.WorkerCrashed,
-            `decoder worker exited with ${code} while starting`,
-          ),
-        ),
-      );
-    });
-    return new OrtStepDecoder(worker, signature, maxSequenceLength, config.eos_token_id);
+      runCost,
+    );
   }
 
-  /** Bytes the caches hold on the decoder's thread, spare capacity included (as of the last step). */
+  /** @deprecated Use loadOrtStepDecoder: there is no thread to start. */
+  static load(dir: string, options: OrtStepDecoderOptions = {}): Promise<OrtStepDecoder> {
+    return loadOrtStepDecoder(dir, options);
+  }
+
+  /** Bytes the caches hold, spare capacity and padding included. */
   get cacheBytesAllocated(): number {
-    return this.allocatedFloats * 4;
+    return this.batches.allocatedFloats * 4;
   }
 
   /** Positions cached over all live sequences. */
@@ -150,82 +115,108 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
   }
 
   release(state: DecoderSequence): void {
-    if (!this.live.delete(state)) return;
-    if (!this.failure && !this.closed) this.post({ type: 'release', sequence: state.id });
+    if (this.live.delete(state)) this.batches.release(state.id);
   }
 
-  async step(entries: readonly StepEntry<DecoderSequence>[]): Promise<readonly Float32Array[]> {
+  step(entries: readonly StepEntry<DecoderSequence>[]): Promise<readonly Float32Array[]> {
+    if (this.closing)
+      return Promise.reject(new KilnError(KilnErrorCode.Closed, 'the decoder is closed'));
     for (const { state, tokens } of entries) {
       if (state.length + tokens.length > this.maxSequenceLength)
-        throw new KilnError(
-          KilnErrorCode.InvalidInput,
-          `a sequence would exceed the model's ${this.maxSequenceLength} positions`,
+        return Promise.reject(
+          new KilnError(
+            KilnErrorCode.InvalidInput,
+            `a sequence would exceed the model's ${this.maxSequenceLength} positions`,
+          ),
         );
     }
-    const reply = await this.request({
-      type: 'step',
-      id: this.nextId++,
-      entries: entries.map(({ state, tokens }) => ({ id: state.id, tokens: [...tokens] })),
-    });
-    if (reply.type !== 'logits') throw new KilnError(KilnErrorCode.Internal, 'unexpected reply');
-    this.allocatedFloats = reply.allocatedFloats;
-    this.lastStepMs = reply.runMs;
-    this.lastSessionMs = reply.sessionMs;
-    const vocab = this.vocabSize;
-    return entries.map(({ state, tokens }, i) => {
-      state.length += tokens.length;
-      return reply.logits.subarray(i * vocab, (i + 1) * vocab);
-    });
+    const step = this.queue.then(() => this.run(entries));
+    this.queue = step.catch(() => undefined);
+    return step;
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    this.live.clear();
-    if (!this.failure) {
-      await this.request({ type: 'close', id: this.nextId++ }, true).catch(() => undefined);
+  close(): Promise<void> {
+    this.closing ??= this.queue.then(async () => {
+      this.live.clear();
+      await this.session.close().finally(() => this.onClose(this));
+    });
+    return this.closing;
+  }
+
+  private async run(entries: readonly StepEntry<DecoderSequence>[]): Promise<Float32Array[]> {
+    const started = performance.now();
+    this.sessionMs = 0;
+    let rows: Float32Array[];
+    try {
+      rows = await this.batches.step(
+        entries.map(({ state, tokens }) => ({ id: state.id, tokens })),
+      );
+    } catch (error) {
+      // A failed step leaves its sequences' caches unusable; the owner retires them.
+      for (const { state } of entries) this.batches.release(state.id);
+      throw KilnError.wrap(error, KilnErrorCode.EngineError);
     }
-    await this.worker.terminate();
+    this.lastStepMs = performance.now() - started;
+    this.lastSessionMs = this.sessionMs;
+    for (const { state, tokens } of entries) state.length += tokens.length;
+    return rows;
   }
+}
 
-  private post(message: DecoderRequest): void {
-    this.worker.postMessage(message);
-  }
+/** Opens `dir`'s model file in a session of its own and makes a decoder of it. */
+export async function loadOrtStepDecoder(
+  dir: string,
+  options: OrtStepDecoderOptions = {},
+): Promise<OrtStepDecoder> {
+  const modelPath = join(dir, options.modelFile ?? 'model.onnx');
+  const session = await SessionRunner.create(modelPath, {
+    ...DEFAULT_SESSION_CONFIG,
+    ...options.session,
+  });
+  const { size } = await stat(modelPath);
+  return createOrtStepDecoder(session, { ...options, dir, modelBytes: size });
+}
 
-  private request(
-    message: DecoderRequest & { id: number },
-    closing = false,
-  ): Promise<DecoderReply> {
-    if (this.failure) return Promise.reject(this.failure);
-    if (this.closed && !closing)
-      return Promise.reject(new KilnError(KilnErrorCode.Closed, 'the decoder is closed'));
-    return new Promise((resolve, reject) => {
-      this.pending.set(message.id, { resolve, reject });
-      this.worker.ref();
-      this.post(message);
-    });
-  }
+/** Where a decoder's session came from. */
+export interface DecoderSource extends DecoderLimits {
+  /** The model's folder: its config.json says the limits. */
+  readonly dir: string;
+  /** The model file's size, for the default decodeRunCost. */
+  readonly modelBytes: number;
+}
 
-  private settle(reply: DecoderReply): void {
-    if (!('id' in reply)) return;
-    const pending = this.pending.get(reply.id);
-    if (!pending) return;
-    this.pending.delete(reply.id);
-    if (this.pending.size === 0) this.worker.unref();
-    if (reply.type === 'failed') pending.reject(KilnError.fromJSON(reply.error));
-    else pending.resolve(reply);
+/**
+ * A decoder over an open session; it owns the session from then on, and closes it when the
+ * session is not a decoder's.
+ */
+export async function createOrtStepDecoder(
+  session: SessionRunner,
+  source: DecoderSource,
+  onClose?: (decoder: OrtStepDecoder) => void,
+): Promise<OrtStepDecoder> {
+  try {
+    const signature = readDecoderSignature(session.inputs, session.outputs);
+    const config = await readHfConfig(source.dir);
+    const maxSequenceLength =
+      source.maxSequenceLength ?? config.n_positions ?? config.max_position_embeddings;
+    if (!maxSequenceLength)
+      throw new KilnError(
+        KilnErrorCode.InvalidConfig,
+        "the decoder's longest sequence is unknown: set n_positions in config.json",
+      );
+    // A list of end tokens (newer configs) keeps its first.
+    const eos = [config.eos_token_id].flat()[0];
+    const runCost =
+      source.decodeRunCost ?? decodeRunCost(source.modelBytes, cacheBytesPerToken(signature));
+    return new OrtStepDecoder(session, signature, maxSequenceLength, eos, runCost, onClose);
+  } catch (error) {
+    await session.close();
+    throw error;
   }
+}
 
-  private exited(code: number): void {
-    this.failure = this.closed
-      ? new KilnError(KilnErrorCode.Closed, 'the decoder is closed')
-      : new KilnError(
-          KilnErrorCode.WorkerCrashed,
-          `decoder worker exited unexpectedly with code ${code}`,
-        );
-    for (const pending of this.pending.values()) pending.reject(this.failure);
-    this.pending.clear();
-  }
+function cacheBytesPerToken({ layers, heads, headSize }: DecoderSignature): number {
+  return layers * 2 * heads * headSize * 4;
 }
 
 async function readHfConfig(dir: string): Promise<HfConfig> {
