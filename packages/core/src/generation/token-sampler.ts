@@ -39,6 +39,10 @@ export function checkSamplingParams(params: SamplingParams): void {
 /**
  * Chooses tokens for one sequence. Each sampler owns its random source (mulberry32 seeded
  * from `seed`), so a request's samples depend only on its own logits and seed.
+ *
+ * Sampling walks the candidates from the most likely down (ties: lower token id first) as
+ * far as top-p and the draw need, from a heap, instead of sorting the vocabulary; it chooses
+ * the token a full sort would, rounding included (see `draw`).
  */
 export class TokenSampler {
   private state: number;
@@ -50,6 +54,24 @@ export class TokenSampler {
 
   /** The next token given the logits of the last position and every token seen so far. */
   next(logits: Float32Array, history: readonly number[]): number {
+    return this.choose(this.penalised(logits, history));
+  }
+
+  /**
+   * The next token and its log-probability: the log-softmax of the logits after the
+   * repetition penalty, at temperature 1 (the model's own distribution, before temperature,
+   * top-k and top-p reshape it), so it does not depend on how the token was chosen.
+   */
+  nextWithLogprob(
+    logits: Float32Array,
+    history: readonly number[],
+  ): { token: number; logprob: number } {
+    const scores = this.penalised(logits, history);
+    const token = this.choose(scores);
+    return { token, logprob: logSoftmaxAt(scores, token) };
+  }
+
+  private penalised(logits: Float32Array, history: readonly number[]): Float64Array {
     const scores = Float64Array.from(logits);
     const penalty = this.params.repetitionPenalty ?? 1;
     if (penalty !== 1) {
@@ -58,38 +80,23 @@ export class TokenSampler {
         scores[token] = s > 0 ? s / penalty : s * penalty;
       }
     }
-    if (!this.params.doSample) return argmax(scores);
-    return this.sample(scores);
+    return scores;
   }
 
-  private sample(scores: Float64Array): number {
+  private choose(scores: Float64Array): number {
+    if (!this.params.doSample) return argmax(scores);
     const temperature = this.params.temperature ?? 1;
-    // Candidates in descending score order; ties keep the lower token id first.
-    let order = Array.from(scores.keys()).sort((a, b) => scores[b]! - scores[a]! || a - b);
     const topK = this.params.topK ?? 0;
-    if (topK > 0 && topK < order.length) order = order.slice(0, topK);
-    const top = scores[order[0]!]!;
-    const weights = order.map((t) => Math.exp((scores[t]! - top) / temperature));
-    const total = weights.reduce((a, b) => a + b, 0);
-    const topP = this.params.topP ?? 1;
-    let keep = order.length;
-    if (topP < 1) {
-      let mass = 0;
-      for (let i = 0; i < order.length; i++) {
-        mass += weights[i]! / total;
-        if (mass >= topP) {
-          keep = i + 1;
-          break;
-        }
-      }
-    }
-    const kept = weights.slice(0, keep).reduce((a, b) => a + b, 0);
-    let u = this.random() * kept;
-    for (let i = 0; i < keep; i++) {
-      u -= weights[i]!;
-      if (u < 0) return order[i]!;
-    }
-    return order[keep - 1]!;
+    const candidates =
+      topK > 0 && topK < scores.length ? topKOf(scores, topK) : tokenRange(scores.length);
+    const top = scores[argmax(scores)]!;
+    const weight = (t: number) => Math.exp((scores[t]! - top) / temperature);
+    let total = 0;
+    for (const t of candidates) total += weight(t);
+    const walk = { scores, candidates, weight, topP: this.params.topP ?? 1, u: this.random() };
+    // The sum above is in another order than rank order: when a decision falls within its
+    // rounding, the rank-order sum (a sort, about never) decides.
+    return draw(walk, total, false) ?? draw(walk, rankedSum(scores, candidates, weight), true)!;
   }
 
   /** Uniform in [0, 1) (mulberry32). */
@@ -102,9 +109,155 @@ export class TokenSampler {
   }
 }
 
+interface Walk {
+  readonly scores: Float64Array;
+  /** Tokens that may be chosen (the top k, or all), in any order. */
+  readonly candidates: Int32Array;
+  readonly weight: (token: number) => number;
+  readonly topP: number;
+  /** The draw, uniform in [0, 1). */
+  readonly u: number;
+}
+
+const UNIT_ROUNDOFF = 2 ** -53;
+
+/**
+ * The token a full sort's sampling picks: candidates in rank order, the top-p prefix by
+ * cumulative `weight / total`, then the draw `u × kept` walked down by subtraction. The
+ * same floating-point operations in the same order, except that `total` is the candidates'
+ * sum in another order when not `exact`: then it is off by at most about 2n roundings, so
+ * the masses and the draw's remainder are off by at most `margin`, and a decision that
+ * close to its boundary answers undefined.
+ */
+function draw(walk: Walk, total: number, exact: boolean): number | undefined {
+  const { candidates, weight, topP } = walk;
+  const heap = new TokenHeap(candidates.slice(), rankedBefore(walk.scores));
+  const margin = (steps: number) =>
+    exact ? 0 : (4 * candidates.length + 4 * steps + 8) * UNIT_ROUNDOFF;
+  if (topP >= 1) {
+    // The draw over every candidate: `total` is what it walks down.
+    let u = walk.u * total;
+    for (let steps = 1; heap.size > 0; steps++) {
+      const token = heap.pop();
+      const before = u;
+      u -= weight(token);
+      const near = margin(steps) * total;
+      if (u < 0) return u < -near && before >= near ? token : undefined;
+      if (heap.size === 0) return exact ? token : undefined;
+    }
+    return undefined;
+  }
+  // The top-p prefix, then the draw over it: the prefix's own sum is in rank order.
+  const kept: number[] = [];
+  const weights: number[] = [];
+  let mass = 0;
+  while (heap.size > 0) {
+    const token = heap.pop();
+    const w = weight(token);
+    kept.push(token);
+    weights.push(w);
+    const before = mass;
+    mass += w / total;
+    if (mass >= topP) {
+      const near = margin(kept.length);
+      if (mass < topP + near || before >= topP - near) return undefined;
+      break;
+    }
+  }
+  if (mass < topP && !exact) return undefined;
+  let u = walk.u * weights.reduce((a, b) => a + b, 0);
+  for (let i = 0; i < kept.length; i++) {
+    u -= weights[i]!;
+    if (u < 0) return kept[i]!;
+  }
+  return kept[kept.length - 1]!;
+}
+
+/** Whether token a ranks before b: a higher score, or the same score and a lower id. */
+function rankedBefore(scores: Float64Array): (a: number, b: number) => boolean {
+  return (a, b) => scores[a]! > scores[b]! || (scores[a] === scores[b] && a < b);
+}
+
+/** The k tokens ranked first, in heap order: a bounded heap whose root is the last of them. */
+function topKOf(scores: Float64Array, k: number): Int32Array {
+  const before = rankedBefore(scores);
+  const heap = new TokenHeap(tokenRange(k), (a, b) => before(b, a));
+  for (let t = k; t < scores.length; t++) if (before(t, heap.top)) heap.replaceTop(t);
+  return heap.ids;
+}
+
+/** The candidates' weights summed in rank order, as a full sort sums them. */
+function rankedSum(
+  scores: Float64Array,
+  candidates: Int32Array,
+  weight: (token: number) => number,
+): number {
+  const order = Array.from(candidates).sort((a, b) => scores[b]! - scores[a]! || a - b);
+  return order.reduce((sum, t) => sum + weight(t), 0);
+}
+
+function tokenRange(n: number): Int32Array {
+  const ids = new Int32Array(n);
+  for (let i = 0; i < n; i++) ids[i] = i;
+  return ids;
+}
+
+/** A binary heap of token ids; `before(a, b)` when a comes out first. */
+class TokenHeap {
+  size: number;
+
+  constructor(
+    /** The heap's array (taken over, reordered in place). */
+    readonly ids: Int32Array,
+    private readonly before: (a: number, b: number) => boolean,
+  ) {
+    this.size = ids.length;
+    for (let i = (this.size >> 1) - 1; i >= 0; i--) this.siftDown(i);
+  }
+
+  get top(): number {
+    return this.ids[0]!;
+  }
+
+  pop(): number {
+    const top = this.ids[0]!;
+    this.ids[0] = this.ids[--this.size]!;
+    this.siftDown(0);
+    return top;
+  }
+
+  replaceTop(id: number): void {
+    this.ids[0] = id;
+    this.siftDown(0);
+  }
+
+  private siftDown(from: number): void {
+    const { ids, size, before } = this;
+    const id = ids[from]!;
+    let i = from;
+    for (;;) {
+      let child = 2 * i + 1;
+      if (child >= size) break;
+      if (child + 1 < size && before(ids[child + 1]!, ids[child]!)) child++;
+      if (!before(ids[child]!, id)) break;
+      ids[i] = ids[child]!;
+      i = child;
+    }
+    ids[i] = id;
+  }
+}
+
 /** Index of the largest score; the lowest index wins a tie. */
 export function argmax(scores: ArrayLike<number>): number {
   let best = 0;
   for (let i = 1; i < scores.length; i++) if (scores[i]! > scores[best]!) best = i;
   return best;
+}
+
+/** log softmax(scores)[token], in one pass for the maximum and one for the sum. */
+export function logSoftmaxAt(scores: ArrayLike<number>, token: number): number {
+  const top = scores[argmax(scores)]!;
+  let sum = 0;
+  for (let i = 0; i < scores.length; i++) sum += Math.exp(scores[i]! - top);
+  return scores[token]! - top - Math.log(sum);
 }
