@@ -19,7 +19,7 @@ describe.skipIf(!hasNumpy)('djl_python Input/Output', () => {
   it('pass their Python unit tests', async () => {
     const result = await promisify(execFile)(
       PYTHON,
-      ['-B', '-m', 'unittest', '-v', 'tests/test_inputs.py', 'tests/test_frames.py'],
+      ['-B', '-m', 'unittest', 'discover', '-v', '-s', 'tests'],
       { cwd: PYTHON_DIR, env: { ...process.env, PYTHONPATH: PYTHON_DIR } },
     ).catch((error: { stderr: string }) => ({ stderr: error.stderr }));
     expect(result.stderr).toMatch(/\nOK/);

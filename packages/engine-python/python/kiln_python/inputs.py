@@ -1,6 +1,6 @@
-"""Input and Output as DJL Serving's Python mode has them; contents are named byte strings
-(a request body, exactly as it arrived) or raw tensors (numpy arrays) carried over Kiln's
-frame protocol.
+"""Input and Output as DJL Serving's Python mode has them (djl_python's names and defaults);
+contents are a PairList of named byte strings (a request body, exactly as it arrived) or raw
+tensors (numpy arrays) carried over Kiln's frame protocol.
 
 A batch (option batch_size > 1) is one Input with the property batch_size and every request's
 properties and contents prefixed batch_NNN_ (DJL's convention); get_batches() splits it."""
@@ -10,6 +10,9 @@ import json
 import re
 import struct
 
+from .np_util import from_nd_list
+from .pair_list import PairList
+
 BATCH_PREFIX = "batch_%03d_"
 
 
@@ -17,33 +20,42 @@ def batch_key(index, key):
     return (BATCH_PREFIX % index) + key
 
 
+def _property(properties, key):
+    """A property by case-insensitive name (HTTP headers arrive lower-cased)."""
+    if key in properties:
+        return properties[key]
+    lower = key.lower()
+    return next((v for k, v in properties.items() if k.lower() == lower), None)
+
+
 class Input:
     def __init__(self, properties=None, contents=None):
         self.properties = dict(properties or {})
-        # A list of (name, value) where value is bytes or a numpy array.
-        self.content = list(contents or [])
+        # Values are bytes or numpy arrays.
+        self.content = PairList(pair_list=contents)
+        # The handler function the call is for, as DJL's engine names it in the property handler.
+        self.function_name = self.properties.get("handler")
 
     def __str__(self):
-        return "properties: %s\ncontent: %s" % (self.properties, [n for n, _ in self.content])
+        return "properties: %s\ncontent: %s" % (self.properties, self.content.get_keys())
 
     def is_empty(self):
-        return not self.content
+        return self.content.is_empty()
+
+    def get_function_name(self):
+        return self.function_name
 
     def get_properties(self):
         return self.properties
 
     def get_property(self, key):
-        """A property by case-insensitive name (HTTP headers arrive lower-cased)."""
-        if key in self.properties:
-            return self.properties[key]
-        lower = key.lower()
-        return next((v for k, v in self.properties.items() if k.lower() == lower), None)
+        return _property(self.properties, key)
 
     def get_content(self):
         return self.content
 
     def contains_key(self, key):
-        return any(name == key for name, _ in self.content)
+        return self.content.get(key) is not None
 
     def is_batch(self):
         return "batch_size" in self.properties
@@ -60,21 +72,19 @@ class Input:
             if key.startswith("batch_") and key[6:9].isdigit():
                 batch[int(key[6:9])].properties[key[10:]] = value
         for key, value in self.content:
-            batch[int(key[6:9])].content.append((key[10:], value))
+            batch[int(key[6:9])].content.add(key[10:], value)
         return batch
 
     def _value(self, key=None):
-        if not self.content:
+        if self.content.is_empty():
             raise ValueError("the input is empty")
-        if key is None:
-            for name, value in self.content:
-                if name == "data":
-                    return value
-            return self.content[0][1]
-        for name, value in self.content:
-            if name == key:
-                return value
-        raise KeyError(key)
+        if not key:
+            value = self.content.get("data")
+            return self.content.value_at(0) if value is None else value
+        value = self.content.get(key)
+        if value is None:
+            raise KeyError("requested data for key:%s is not found!" % key)
+        return value
 
     def get_data(self, key=None):
         """The content decoded by its content-type, as DJL's Input.get_data does."""
@@ -92,11 +102,11 @@ class Input:
         return self.get_as_bytes(key)
 
     def get_as_bytes(self, key=None):
-        value = self._value(key)
-        return value.tobytes() if hasattr(value, "tobytes") else bytes(value)
+        """The content's bytes; None for an empty input (the call a worker gets at load)."""
+        return None if self.is_empty() else _as_bytes(self._value(key))
 
     def get_as_string(self, key=None):
-        return self.get_as_bytes(key).decode("utf-8")
+        return _as_bytes(self._value(key)).decode("utf-8")
 
     def get_as_json(self, key=None):
         return json.loads(self.get_as_string(key))
@@ -106,9 +116,9 @@ class Input:
         from DJL ndlist, npz or npy (a single named content when key is given)."""
         import numpy as np
 
-        if key is not None:
+        if key:
             return _as_arrays(self._value(key))
-        arrays = [v for _, v in self.content if isinstance(v, np.ndarray)]
+        arrays = [v for v in self.content.get_values() if isinstance(v, np.ndarray)]
         if arrays:
             return arrays
         return _as_arrays(self._value())
@@ -127,12 +137,16 @@ class Input:
     def get_as_image(self, key=None):
         from PIL import Image
 
-        return Image.open(io.BytesIO(self.get_as_bytes(key)))
+        return Image.open(io.BytesIO(_as_bytes(self._value(key))))
 
     def get_as_csv(self, key=None):
         import csv
 
         return list(csv.DictReader(io.StringIO(self.get_as_string(key))))
+
+
+def _as_bytes(value):
+    return value.tobytes() if hasattr(value, "tobytes") else bytes(value)
 
 
 def _as_arrays(value):
@@ -143,9 +157,6 @@ def _as_arrays(value):
     raw = bytes(value)
     if raw[:6] == b"\x93NUMPY":
         return [_load_npy(raw)]
-    if raw[:2] == b"PK":
-        data = np.load(io.BytesIO(raw), allow_pickle=False)
-        return [data[name] for name in data.files]
     return from_nd_list(raw)
 
 
@@ -179,113 +190,18 @@ def _load_npy(raw):
     return np.load(io.BytesIO(raw), allow_pickle=False)
 
 
-# DJL's ndlist data type names and numpy's.
-_DJL_DTYPES = {
-    "FLOAT32": "<f4",
-    "FLOAT64": "<f8",
-    "FLOAT16": "<f2",
-    "UINT8": "u1",
-    "INT8": "i1",
-    "INT16": "<i2",
-    "UINT16": "<u2",
-    "INT32": "<i4",
-    "UINT32": "<u4",
-    "INT64": "<i8",
-    "UINT64": "<u8",
-    "BOOLEAN": "?",
-}
-_NUMPY_DTYPES = {
-    "float32": "FLOAT32",
-    "float64": "FLOAT64",
-    "float16": "FLOAT16",
-    "uint8": "UINT8",
-    "int8": "INT8",
-    "int16": "INT16",
-    "uint16": "UINT16",
-    "int32": "INT32",
-    "uint32": "UINT32",
-    "int64": "INT64",
-    "uint64": "UINT64",
-    "bool": "BOOLEAN",
-}
-
-
-def _read_utf(raw, offset):
-    (length,) = struct.unpack_from(">H", raw, offset)
-    offset += 2
-    return raw[offset : offset + length].decode("utf-8"), offset + length
-
-
-def from_nd_list(raw):
-    """Decodes DJL's ndlist encoding (versions 1 to 3, dense numeric arrays)."""
-    import numpy as np
-
-    try:
-        (count,) = struct.unpack_from(">i", raw, 0)
-        offset = 4
-        arrays = []
-        for _ in range(count):
-            magic, offset = _read_utf(raw, offset)
-            if magic != "NDAR":
-                raise ValueError("array does not start with NDAR")
-            (version,) = struct.unpack_from(">i", raw, offset)
-            offset += 4
-            if version >= 2:
-                has_name = raw[offset]
-                offset += 1
-                if has_name:
-                    _, offset = _read_utf(raw, offset)
-            _, offset = _read_utf(raw, offset)  # sparse format
-            djl_dtype, offset = _read_utf(raw, offset)
-            (rank,) = struct.unpack_from(">i", raw, offset)
-            offset += 4
-            shape = struct.unpack_from(">%dq" % rank, raw, offset)
-            offset += 8 * rank
-            (layout,) = struct.unpack_from(">i", raw, offset)
-            offset += 4 + 2 * layout
-            order = "<"
-            if version >= 3:
-                order = chr(raw[offset])
-                offset += 1
-            (length,) = struct.unpack_from(">i", raw, offset)
-            offset += 4
-            dtype = np.dtype(_DJL_DTYPES[djl_dtype]).newbyteorder(order)
-            array = np.frombuffer(raw, dtype=dtype, count=length // dtype.itemsize, offset=offset)
-            offset += length
-            arrays.append(array.reshape(shape).astype(dtype.newbyteorder("=")))
-        return arrays
-    except (struct.error, KeyError, IndexError, UnicodeDecodeError) as error:
-        raise ValueError("the body is not npy, npz or DJL ndlist: %s" % error) from error
-
-
-def to_nd_list(arrays):
-    """Encodes arrays as DJL's ndlist (version 3, little-endian data)."""
-    import numpy as np
-
-    def utf(text):
-        data = text.encode("utf-8")
-        return struct.pack(">H", len(data)) + data
-
-    parts = [struct.pack(">i", len(arrays))]
-    for array in arrays:
-        array = np.ascontiguousarray(array)
-        data = array.astype(array.dtype.newbyteorder("<")).tobytes()
-        parts += [utf("NDAR"), struct.pack(">iB", 3, 0), utf("DENSE")]
-        parts.append(utf(_NUMPY_DTYPES[array.dtype.name]))
-        parts.append(struct.pack(">i%dq" % array.ndim, array.ndim, *array.shape))
-        parts.append(struct.pack(">i", 0) + b"<" + struct.pack(">i", len(data)) + data)
-    return b"".join(parts)
-
-
 class Output:
     def __init__(self, code=200, message="OK"):
         self.code = code
         self.message = message
         self.properties = {}
-        self.content = []
+        # Values are bytes or numpy arrays (raw tensors).
+        self.content = PairList()
+        self.finalize_function = None
+        self.finalize_args = ()
 
     def __str__(self):
-        return "%d %s %s %s" % (self.code, self.message, self.properties, [n for n, _ in self.content])
+        return "%d %s %s %s" % (self.code, self.message, self.properties, self.content.get_keys())
 
     def set_code(self, code):
         self.code = code
@@ -296,15 +212,22 @@ class Output:
         return self
 
     def error(self, error, code=424, message="prediction failure"):
-        """Fails the call with this code; the message is what the client reads."""
+        """Fails the call with this code and DJL's JSON body {code, message, error}; the message
+        names the error too, for answers that carry only the message."""
         self.code = code
         self.message = "%s: %s" % (message, error)
-        return self
+        return self.add_as_json({"code": code, "message": message, "error": error})
 
-    def add_property(self, key, value, batch_index=None):
+    def get_properties(self):
+        return self.properties
+
+    def get_property(self, key):
+        return _property(self.properties, key)
+
+    def add_property(self, key, val, batch_index=None):
         if batch_index is not None:
             key = batch_key(batch_index, key)
-        self.properties[key] = str(value)
+        self.properties[key] = str(val)
         return self
 
     def add(self, value, key=None, batch_index=None):
@@ -315,18 +238,20 @@ class Output:
             value = bytes(value)
         elif not hasattr(value, "dtype"):
             return self.add_as_json(value, key, batch_index)
-        name = key or "data"
-        self.content.append((name if batch_index is None else batch_key(batch_index, name), value))
+        name = "data" if key is None else str(key)
+        self.content.add(name if batch_index is None else batch_key(batch_index, name), value)
         return self
 
-    def add_as_json(self, value, key=None, batch_index=None):
+    def add_as_json(self, val, key=None, batch_index=None):
         self.add_property("content-type", "application/json", batch_index)
-        return self.add(json.dumps(value, default=_json_default), key, batch_index)
+        return self.add(_encode_json(val), key, batch_index)
 
-    def add_as_numpy(self, arrays, key=None, batch_index=None):
-        """Adds each array as a raw tensor (dtype, shape, bytes): no encoding on either side."""
+    def add_as_numpy(self, np_list, key=None, batch_index=None):
+        """Adds each array as a raw tensor (dtype, shape, bytes): no encoding on either side;
+        the answer is encoded as the client asks (DJL's ndlist unless it asks otherwise)."""
         import numpy as np
 
+        arrays = [np_list] if isinstance(np_list, np.ndarray) else list(np_list)
         for i, array in enumerate(arrays):
             if key is not None and len(arrays) == 1:
                 name = key
@@ -334,19 +259,49 @@ class Output:
                 name = (key or "data") + (str(i) if len(arrays) > 1 else "")
             if batch_index is not None:
                 name = batch_key(batch_index, name)
-            self.content.append((name, np.ascontiguousarray(array)))
+            self.content.add(name, np.ascontiguousarray(array))
         return self
 
-    def add_as_npz(self, arrays, key=None, batch_index=None):
+    def add_as_npz(self, np_list, key=None, batch_index=None):
         import numpy as np
 
         buffer = io.BytesIO()
-        np.savez(buffer, *arrays)
+        np.savez(buffer, *np_list)
         self.add_property("content-type", "tensor/npz", batch_index)
         return self.add(buffer.getvalue(), key, batch_index)
 
+    def finalize(self, finalize_function, *args):
+        """finalize_function(*args) runs once the answer has been sent."""
+        self.finalize_function = finalize_function
+        self.finalize_args = args
+        return self
+
+    def execute_finalize(self):
+        if self.finalize_function:
+            return self.finalize_function(*self.finalize_args)
+        return None
+
+
+def as_output(result):
+    """A handler's result as DJL's engine answers it: None is 204 No content, an Output (or
+    Kiln's list of Outputs for a batch) itself, anything else a 424 naming its type."""
+    if result is None:
+        return Output(204, "No content")
+    if isinstance(result, (Output, list, tuple)):
+        return result
+    return Output().error("Invalid output type: %s" % type(result))
+
+
+def _encode_json(value):
+    # DJL's encoding: UTF-8 as it is, and NaN or infinity refused (JSON has neither).
+    return json.dumps(value, default=_json_default, ensure_ascii=False, allow_nan=False)
+
 
 def _json_default(value):
+    import datetime
+
+    if isinstance(value, datetime.datetime):
+        return str(value)
     try:
         import numpy as np
 
