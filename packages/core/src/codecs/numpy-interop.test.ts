@@ -189,13 +189,15 @@ print(json.dumps(result))
 
   it("reads ndlist bytes written the way DJL's Python encoder writes them", () => {
     // djl_python's to_nd_list: version 3, no name, sparse format "default" (Java writes
-    // DENSE), numpy's dtype name upper-cased, a '?' layout char per dimension, '<' data.
+    // DENSE), numpy's dtype name upper-cased (BOOL, where Java writes BOOLEAN), a '?' layout
+    // char per dimension, '<' data.
     const written = python(
       String.raw`
 import struct
 def s(text):
     return struct.pack('>h', len(text)) + text.encode('utf8')
-arrays = [np.arange(6, dtype='float32').reshape(2, 3) / 4, np.array([[7, -8]], dtype='int64')]
+arrays = [np.arange(6, dtype='float32').reshape(2, 3) / 4, np.array([[7, -8]], dtype='int64'),
+          np.array([True, False])]
 out = bytearray(struct.pack('>i', len(arrays)))
 for a in arrays:
     out += s('NDAR') + struct.pack('>i', 3) + bytes([0]) + s('default') + s(str(a.dtype).upper())
@@ -208,7 +210,8 @@ print(json.dumps({'hex': out.hex(), 'arrays': [describe(a) for a in arrays]}))
       dir,
     ) as { hex: string; arrays: Described[] };
     const list = decodeNDList(Uint8Array.from(Buffer.from(written.hex, 'hex')));
-    expect(list.length).toBe(2);
+    expect(list.length).toBe(3);
+    expect(list.get(2).dtype).toBe('bool');
     list.tensors.forEach((tensor, i) => {
       expect(tensor.name).toBeUndefined();
       expectMatches(tensor, written.arrays[i]!);

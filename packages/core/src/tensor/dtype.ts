@@ -193,6 +193,8 @@ function lookupOrThrow<K extends keyof DTypeNames>(
 
 export const fromV2DType = (name: string): DType => lookupOrThrow('v2', name, 'v2 protocol');
 export const fromOnnxDType = (code: number): DType => lookupOrThrow('onnx', code, 'ONNX');
-export const fromDjlDType = (name: string): DType => lookupOrThrow('djl', name, 'DJL');
+/** DJL's Java names booleans BOOLEAN, its Python encoder (djl_python's np_util) BOOL. */
+export const fromDjlDType = (name: string): DType =>
+  lookupOrThrow('djl', name === 'BOOL' ? 'BOOLEAN' : name, 'DJL');
 export const fromSafetensorsDType = (name: string): DType =>
   lookupOrThrow('safetensors', name, 'safetensors');
