@@ -1,11 +1,14 @@
 /**
  * Python mode against the server a Python user would write: FastAPI + uvicorn. Both call the
  * same function (resnet_common.predict: np.load of the body, torch ResNet-18 forward, top-5 as
- * JSON) on the same random-weight ResNet-18 made here with torchvision, with the same torch
- * threads per worker (cores ÷ workers), under the same wrk load (npy body, 602 kB). Kiln runs
- * as `kiln serve` in a process of its own, as installed (built JS, the bin's Node flags), with
- * N Python workers; uvicorn runs `--workers N`. Rounds alternate; ratios are taken within each
- * round.
+ * JSON) on the same random-weight ResNet-18 made here with torchvision, in Python processes with
+ * the same environment (pythonEnv: torch threads cores ÷ workers, OpenMP's spin count), under
+ * the same wrk load (npy body, 602 kB). Kiln runs as `kiln serve` in a process of its own, as
+ * installed (built JS, the bin's Node flags), with N Python workers behind one port. uvicorn
+ * runs N single-worker processes, each on its own port and loaded by a wrk of its own with an
+ * equal share of the connections: `--workers N` on one socket let whichever worker woke first
+ * accept all of wrk's few connections (4:0 in some passes). Rounds alternate; ratios are taken
+ * within each round.
  *
  *   node -C @kiln/source --import tsx bench/python-mode/throughput.ts [--seconds 6] [--rounds 3] [--workers 1,2] [--concurrency-per-worker 2]
  */
@@ -21,6 +24,9 @@ import { runLoad, type LoadResult } from '../server/load-generator.js';
 import { runWrk, wrkAvailable } from '../server/wrk-load.js';
 import { buildKilnCli, startKilnServe } from '../server/contenders.js';
 import { perCallSplit } from './per-call-split.js';
+
+/** Kiln's Python workers' OpenMP spin count by default (engine-python's OPENMP_SPIN_COUNT). */
+const OPENMP_SPIN_COUNT = '10000';
 
 const { values: args } = parseArgs({
   options: {
@@ -100,8 +106,25 @@ const body = Buffer.from(
   encodeNpy(new Tensor('float32', new Float32Array(3 * 224 * 224).fill(0.5), [1, 3, 224, 224])),
 );
 
+/**
+ * The environment both servers' Python processes get: torch's, OpenMP's, MKL's and OpenBLAS's
+ * threads, and how long idle OpenMP threads spin. Kiln keeps a GOMP_SPINCOUNT it is given, so
+ * uvicorn's workers wait exactly as Kiln's do.
+ */
+function pythonEnv(threads: number): Record<string, string> {
+  const n = String(threads);
+  return {
+    BENCH_TORCH_THREADS: n,
+    OMP_NUM_THREADS: n,
+    MKL_NUM_THREADS: n,
+    OPENBLAS_NUM_THREADS: n,
+    GOMP_SPINCOUNT: OPENMP_SPIN_COUNT,
+  };
+}
+
 interface Running {
-  readonly url: string;
+  /** Where to send load; the connections are shared equally between them. */
+  readonly urls: readonly string[];
   /** Where Kiln's calls spent their time (Kiln only). */
   split?(): Promise<string>;
   stop(): Promise<void>;
@@ -113,13 +136,31 @@ async function startKiln(workers: number, threads: number, port: number): Promis
     path.join(dir, 'serving.properties'),
     `engine=Python\noption.pythonExecutable=${PYTHON}\nminWorkers=${workers}\nmaxWorkers=${workers}\nbatch_size=1\n`,
   );
-  const server = await startKilnServe('resnet', dir, port, [], {
-    BENCH_TORCH_THREADS: String(threads),
-  });
-  return { ...server, split: () => perCallSplit(`http://127.0.0.1:${port + 2}`, 'resnet') };
+  const server = await startKilnServe('resnet', dir, port, [], pythonEnv(threads));
+  return {
+    urls: [server.url],
+    stop: server.stop,
+    split: () => perCallSplit(`http://127.0.0.1:${port + 2}`, 'resnet'),
+  };
 }
 
+/** One single-worker uvicorn per port from `port` on. */
 async function startUvicorn(workers: number, threads: number, port: number): Promise<Running> {
+  const servers = await Promise.all(
+    Array.from({ length: workers }, (_, i) => startOneUvicorn(threads, port + i)),
+  );
+  return {
+    urls: servers.map((s) => s.url),
+    stop: async () => {
+      await Promise.all(servers.map((s) => s.stop()));
+    },
+  };
+}
+
+async function startOneUvicorn(
+  threads: number,
+  port: number,
+): Promise<{ url: string; stop(): Promise<void> }> {
   const child: ChildProcess = spawn(
     PYTHON,
     [
@@ -131,12 +172,12 @@ async function startUvicorn(workers: number, threads: number, port: number): Pro
       '--port',
       String(port),
       '--workers',
-      String(workers),
+      '1',
       '--log-level',
       'warning',
       '--no-access-log',
     ],
-    { cwd: dir, env: { ...process.env, BENCH_TORCH_THREADS: String(threads) }, stdio: 'ignore' },
+    { cwd: dir, env: { ...process.env, ...pythonEnv(threads) }, stdio: 'ignore' },
   );
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; ; i++) {
@@ -158,15 +199,28 @@ async function startUvicorn(workers: number, threads: number, port: number): Pro
   };
 }
 
-async function load(url: string, concurrency: number): Promise<LoadResult> {
-  const options = {
-    url: `${url}/predictions/resnet`,
-    body,
-    headers: { 'content-type': 'tensor/npy' },
-    concurrency,
-    durationMs: seconds * 1000,
-  };
-  return wrkAvailable() ? runWrk(options) : runLoad(options);
+/** One closed-loop load per URL at the same time, the connections split equally. */
+async function load(server: Running, concurrency: number): Promise<LoadResult[]> {
+  const each = Math.max(1, Math.round(concurrency / server.urls.length));
+  return Promise.all(
+    server.urls.map((url) => {
+      const options = {
+        url: `${url}/predictions/resnet`,
+        body,
+        headers: { 'content-type': 'tensor/npy' },
+        concurrency: each,
+        durationMs: seconds * 1000,
+      };
+      return wrkAvailable() ? runWrk(options) : runLoad(options);
+    }),
+  );
+}
+
+/** Requests answered per URL over the measured passes, and errors; the sum's throughput. */
+function tally(results: LoadResult[], perUrl: number[], errors: { count: number }): number {
+  results.forEach((r, i) => (perUrl[i] = (perUrl[i] ?? 0) + r.requests - r.errors));
+  errors.count += results.reduce((sum, r) => sum + r.errors, 0);
+  return results.reduce((sum, r) => sum + r.throughput, 0);
 }
 
 buildKilnCli();
@@ -181,32 +235,28 @@ for (const workers of args.workers.split(',').map(Number)) {
   const concurrency = Number(args['concurrency-per-worker']) * workers;
   const kiln = await startKiln(workers, threads, (port += 7));
   const uvicorn = await startUvicorn(workers, threads, (port += 7));
-  const errors = { kiln: 0, fastapi: 0 };
+  const errors = { kiln: { count: 0 }, fastapi: { count: 0 } };
+  const perWorker = { kiln: [] as number[], fastapi: [] as number[] };
   try {
     const figures = await alternateRounds(
       [
         {
           name: 'kiln',
-          measure: async () => {
-            const r = await load(kiln.url, concurrency);
-            errors.kiln += r.errors;
-            return r.throughput;
-          },
+          measure: async () => tally(await load(kiln, concurrency), perWorker.kiln, errors.kiln),
         },
         {
           name: 'fastapi',
-          measure: async () => {
-            const r = await load(uvicorn.url, concurrency);
-            errors.fastapi += r.errors;
-            return r.throughput;
-          },
+          measure: async () =>
+            tally(await load(uvicorn, concurrency), perWorker.fastapi, errors.fastapi),
         },
       ],
       { rounds, warmupRounds: 1 },
     );
     console.log(
-      `\n${workers} worker(s), torch threads ${threads} each, concurrency ${concurrency}: Kiln ${formatSpread(spreadOf(figures.kiln!))} req/s, FastAPI+uvicorn ${formatSpread(spreadOf(figures.fastapi!))} req/s; errors ${errors.kiln} / ${errors.fastapi}`,
+      `\n${workers} worker(s), torch threads ${threads} each, concurrency ${concurrency}: Kiln ${formatSpread(spreadOf(figures.kiln!))} req/s, FastAPI+uvicorn ${formatSpread(spreadOf(figures.fastapi!))} req/s; errors ${errors.kiln.count} / ${errors.fastapi.count}`,
     );
+    // Each uvicorn worker had its own connections: both must have answered their share.
+    console.log(`uvicorn requests per worker: ${perWorker.fastapi.join(' / ')}`);
     console.log(
       goalLine(
         `Kiln ÷ FastAPI, ${workers} worker(s)`,
