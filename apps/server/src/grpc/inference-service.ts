@@ -4,24 +4,40 @@ import {
   type UntypedServiceImplementation,
   type sendUnaryData,
 } from '@grpc/grpc-js';
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { KilnError, KilnErrorCode, grpcInferTarget } from '@kiln/core';
 import type { ServerContext } from '../routes/server-context.js';
 import { V2_EXTENSIONS, modelMetadata, modelReady, serverReady } from '../routes/v2-metadata.js';
-import type { ModelInferRequest, ModelInferResponse, ModelRef } from './grpc-messages.js';
-import { decodeInferInputs, encodeInferResponse } from './grpc-tensors.js';
 import { grpcStatusName, toGrpcError } from './grpc-status.js';
 import type { RequestDecoder } from './proto.js';
 
 type Handler<Req, Res> = (request: Req, call: ServerUnaryCall<Buffer, Res>) => Res | Promise<Res>;
 
+/** The `inference` messages that name a model (ModelReady and ModelMetadata). */
+interface ModelRef {
+  readonly name: string;
+  readonly version: string;
+}
+
+/** A ModelInferRequest as the main thread sees it: its model, and its bytes for the worker. */
+interface InferBytes {
+  readonly model_name: string;
+  readonly model_version: string;
+  readonly message: Buffer;
+}
+
 /**
  * `inference.GRPCInferenceService` over the server's models, queues and metrics. Requests
- * arrive as bytes and are parsed here with `decoders` (see bytesInServiceDefinition).
+ * arrive as bytes and are parsed here with `decoders` (see bytesInServiceDefinition), but for
+ * ModelInfer's: only its model is read here, and its tensors are decoded where the model runs.
  */
 export function inferenceService(
   server: ServerContext,
-  decoders: ReadonlyMap<string, RequestDecoder>,
+  protoDecoders: ReadonlyMap<string, RequestDecoder>,
 ): UntypedServiceImplementation {
+  const decoders = new Map(protoDecoders).set('ModelInfer', (message): InferBytes => {
+    const { model, version } = grpcInferTarget(message);
+    return { model_name: model, model_version: version, message };
+  });
   const unary =
     <Req, Res>(method: string, handler: Handler<Req, Res>) =>
     (call: ServerUnaryCall<Buffer, Res>, callback: sendUnaryData<Res>) => {
@@ -66,26 +82,26 @@ export function inferenceService(
     ModelMetadata: unary<ModelRef, unknown>('ModelMetadata', (request) =>
       modelMetadata(server, request.name, request.version || undefined),
     ),
-    ModelInfer: unary<ModelInferRequest, ModelInferResponse>('ModelInfer', (request, call) =>
+    ModelInfer: unary<InferBytes, Buffer>('ModelInfer', (request, call) =>
       modelInfer(server, request, call),
     ),
   };
 }
 
 /**
- * One inference through the model's queue. The client's deadline bounds the time the job
- * may wait in the queue, and a call the client cancels (or whose deadline passes) cancels
- * the job, queued or running.
+ * One inference through the model's queue: the request's bytes move to the worker, which
+ * decodes them and answers the ModelInferResponse's bytes (as HTTP v2 bodies are served). The
+ * client's deadline bounds the time the job may wait in the queue, and a call the client
+ * cancels (or whose deadline passes) cancels the job, queued or running.
  */
 async function modelInfer(
   server: ServerContext,
-  request: ModelInferRequest,
-  call: ServerUnaryCall<Buffer, ModelInferResponse>,
-): Promise<ModelInferResponse> {
+  request: InferBytes,
+  call: ServerUnaryCall<Buffer, Buffer>,
+): Promise<Buffer> {
   if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
   const version = request.model_version || undefined;
   const entry = server.models.get(request.model_name, version);
-  const inputs = decodeInferInputs(request);
   const cancel = new AbortController();
   const onCancelled = () => cancel.abort(new Error('client cancelled the call'));
   call.once('cancelled', onCancelled);
@@ -95,7 +111,14 @@ async function modelInfer(
     const handle = server.models.submit(
       entry.name,
       version,
-      { tensors: inputs, rawTensors: true },
+      {
+        body: request.message,
+        v2: { headerLength: undefined, model: entry.name, version: entry.version, grpc: true },
+        rawTensors: true,
+        // grpc-js joined the message's frames into a buffer of its own (see proto.ts).
+        owned: true,
+        maxDecodedBytes: server.config.maxRequestSize,
+      },
       {
         signal: cancel.signal,
         ...(Number.isFinite(remainingMs)
@@ -104,13 +127,9 @@ async function modelInfer(
       },
     );
     const output = await handle.result;
-    if (output.type !== 'tensors') {
-      throw new KilnError(
-        KilnErrorCode.InvalidInput,
-        `model ${entry.name} answers JSON, not tensors; use /predictions/${entry.name} over HTTP`,
-      );
-    }
-    return encodeInferResponse(request, output.tensors, entry);
+    if (output.type !== 'bytes')
+      throw new KilnError(KilnErrorCode.Internal, `model ${entry.name} gave no gRPC reply`);
+    return Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength);
   } finally {
     call.off('cancelled', onCancelled);
   }

@@ -46,7 +46,9 @@ export type RequestDecoder = (bytes: Buffer) => unknown;
 /**
  * The service with each request handed to its handler as bytes, and each method's parser.
  * grpc-js answers a request its own parser refuses with INTERNAL, a server fault; parsed in
- * the handler, a malformed message is the client's error, INVALID_ARGUMENT.
+ * the handler, a malformed message is the client's error, INVALID_ARGUMENT. grpc-js joins each
+ * request's frames into a new buffer, which the handler may keep. A handler that answers a
+ * Buffer answers the response message's bytes, sent as they are.
  */
 export function bytesInServiceDefinition(): {
   definition: ServiceDefinition;
@@ -56,7 +58,12 @@ export function bytesInServiceDefinition(): {
   const definition: Record<string, ServiceDefinition[string]> = {};
   for (const [method, attributes] of Object.entries(inferenceServiceDefinition())) {
     decoders.set(method, attributes.requestDeserialize as RequestDecoder);
-    definition[method] = { ...attributes, requestDeserialize: (bytes: Buffer) => bytes };
+    const serialize = attributes.responseSerialize;
+    definition[method] = {
+      ...attributes,
+      requestDeserialize: (bytes: Buffer) => bytes,
+      responseSerialize: (value: unknown) => (Buffer.isBuffer(value) ? value : serialize(value)),
+    };
   }
   return { definition, decoders };
 }

@@ -1,5 +1,6 @@
 export * from './detect.js';
 export * from './float16.js';
+export * from './grpc-infer.js';
 export { DEFAULT_MAX_DECODED_BYTES, MAX_ELEMENTS, MAX_RANK } from './limits.js';
 export * from './ndlist.js';
 export * from './npy.js';

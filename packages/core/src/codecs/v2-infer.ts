@@ -136,6 +136,16 @@ function checkParameters(parameters: unknown, where: string, flag: string): void
     throw new KilnError(KilnErrorCode.InvalidInput, `${where}.${flag} must be true or false`);
 }
 
+/** The output a request names, or InvalidInput naming the outputs there are. */
+export function requestedOutput(outputs: NDList, name: string): AnyTensor {
+  const tensor = outputs.find(name);
+  if (tensor) return tensor;
+  throw new KilnError(
+    KilnErrorCode.InvalidInput,
+    `unknown output ${name} (outputs: ${outputs.names.join(', ')})`,
+  );
+}
+
 export interface V2Reply {
   readonly body: Uint8Array | Record<string, unknown>;
   /** Set when the reply carries binary data: the JSON header's byte length. */
@@ -149,16 +159,10 @@ export function buildV2Reply(
   model: { name: string; version: string },
 ): V2Reply {
   const selected = request.outputs
-    ? request.outputs.map((o) => {
-        const tensor = outputs.find(o.name);
-        if (!tensor) {
-          throw new KilnError(
-            KilnErrorCode.InvalidInput,
-            `unknown output ${o.name} (outputs: ${outputs.names.join(', ')})`,
-          );
-        }
-        return { tensor, binary: o.parameters?.binary_data ?? request.binaryOutputByDefault };
-      })
+    ? request.outputs.map((o) => ({
+        tensor: requestedOutput(outputs, o.name),
+        binary: o.parameters?.binary_data ?? request.binaryOutputByDefault,
+      }))
     : outputs.tensors.map((tensor) => ({ tensor, binary: request.binaryOutputByDefault }));
   const chunks: Uint8Array[] = [];
   const json = selected.map(({ tensor, binary }, i) => {

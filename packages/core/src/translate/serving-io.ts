@@ -11,6 +11,8 @@ export interface ServingPart {
 export interface V2InferBody {
   /** Inference-Header-Content-Length: the JSON part's bytes when binary data follows. */
   readonly headerLength: string | undefined;
+  /** The body is the protocol's gRPC ModelInferRequest, answered by a ModelInferResponse. */
+  readonly grpc?: boolean;
   /** Named in the reply. */
   readonly model: string;
   readonly version: string;
