@@ -1,7 +1,7 @@
 /**
- * What Python mode costs the server's own process per request: the serving translator, the
- * batchifier, the call's frame and the answer's decoding, measured as Node's CPU time (all its
- * threads, `process.cpuUsage`) and wall time per request while a Predictor calls one real
+ * What Python mode costs the server's own process per request: the call's frame (each request's
+ * properties and contents) and the answer's decoding, measured as Node's CPU time (all its
+ * threads, `process.cpuUsage`) and wall time per request while a serving context calls one real
  * Python worker running bench (c)'s numpy MLP. Batches of 8 npy requests (384 B each)
  * alternate with the same requests one call each; figures are median [min–max] over rounds.
  * No HTTP: bench (c) measures the same path behind the server.
@@ -12,15 +12,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import {
-  CPU,
-  Predictor,
-  Tensor,
-  encodeNpy,
-  parseServingProperties,
-  type ServingInput,
-} from '@kiln/core';
-import { PythonServingTranslator, createPythonEngine } from '@kiln/engine-python';
+import { CPU, Tensor, encodeNpy, parseServingProperties, type ServingInput } from '@kiln/core';
+import { type PythonModel, createPythonEngine } from '@kiln/engine-python';
 import { formatSpread, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
 import { MLP_HANDLER } from './mlp-handler.js';
@@ -39,14 +32,14 @@ const BATCH = 8;
 const dir = mkdtempSync(join(tmpdir(), 'kiln-bench-python-node-side-'));
 writeFileSync(join(dir, 'model.py'), MLP_HANDLER(256));
 const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
-const model = await engine.loadModel({
+const model = (await engine.loadModel({
   name: 'mlp',
   modelDir: dir,
   device: CPU,
   options: { pythonExecutable: PYTHON },
   properties: parseServingProperties(''),
-});
-const predictor = await Predictor.create(model, new PythonServingTranslator());
+})) as PythonModel;
+const context = await model.newServingContext();
 
 const body = encodeNpy(
   new Tensor(
@@ -66,8 +59,8 @@ async function measure(size: number): Promise<{ cpuUs: number; wallUs: number }>
   const cpu = process.cpuUsage();
   const start = process.hrtime.bigint();
   for (let done = 0; done < requests; done += size) {
-    const answers = await predictor.batchPredict(Array.from({ length: size }, request));
-    if (answers.length !== size) throw new Error(`${answers.length} answers for ${size}`);
+    const answers = await context.serve(Array.from({ length: size }, request));
+    if (answers.some((answer) => !answer.ok)) throw new Error(`a call failed: ${size} requests`);
   }
   const used = process.cpuUsage(cpu);
   return {
@@ -98,7 +91,7 @@ for (const name of ['batched', 'single'] as const) {
 console.log(
   `Node CPU a request, batches of ${BATCH} ÷ one a call (same rounds): ${formatSpread(ratioSpread(cpu.batched!, cpu.single!), 2)}`,
 );
-await predictor.close();
+await context.close();
 await model.dispose();
 rmSync(dir, { recursive: true, force: true });
 console.log(machineLine());

@@ -1,11 +1,12 @@
 /**
- * Per-request cost of Kiln's Python mode: a Kiln execution context (one Python process, framed
- * IPC over pipes) calling handle(inputs) against the same handle called in-process in Python,
+ * Per-request cost of Kiln's Python mode: a Kiln serving context (one Python process, framed
+ * IPC over sockets, large contents in shared memory), handed requests as a serve worker hands
+ * them, calling handle(inputs) against the same handle called in-process in Python,
  * for a 600 kB float32 tensor (echoed, and answered with 1000 scores) and a 100-byte JSON body.
  * Rounds alternate; the overhead is taken within each round (Kiln µs/call − in-process µs/call),
  * median [min–max] over the rounds. A bare echo of the same bytes over the same kind of sockets
  * (bare-echo.ts) runs in the same rounds: the machine's floor for one round trip, and Kiln's own
- * share above it.
+ * share above it; the goal: the 600 kB call within 2× that floor.
  *
  *   node -C @kiln/source --import tsx bench/python-mode/run.ts [--rounds 5] [--calls 300]
  */
@@ -14,8 +15,15 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { CPU, NDList, Tensor, parseServingProperties, type ExecutionContext } from '@kiln/core';
-import { META_TENSOR, PYTHON_PACKAGE_DIR, createPythonEngine } from '@kiln/engine-python';
+import {
+  CPU,
+  NDList,
+  Tensor,
+  parseServingProperties,
+  type ServingContext,
+  type ServingInput,
+} from '@kiln/core';
+import { PYTHON_PACKAGE_DIR, type PythonModel, createPythonEngine } from '@kiln/engine-python';
 import { formatSpread, goalLine, machineLine, ratioSpread, spreadOf } from '../harness/figures.js';
 import { alternateRounds } from '../harness/rounds.js';
 import { startBareEcho, type BareEcho } from './bare-echo.js';
@@ -79,9 +87,9 @@ print((time.perf_counter() - t) / ${calls} * 1e6)
   );
 }
 
-async function viaKiln(context: ExecutionContext, input: NDList): Promise<number> {
+async function viaKiln(context: ServingContext, input: ServingInput): Promise<number> {
   const start = process.hrtime.bigint();
-  for (let i = 0; i < calls; i++) await context.forward(input);
+  for (let i = 0; i < calls; i++) await context.serve([input]);
   return Number(process.hrtime.bigint() - start) / 1000 / calls;
 }
 
@@ -94,51 +102,48 @@ async function viaBareEcho(echo: BareEcho, payload: Buffer): Promise<number> {
 console.log(machineLine());
 const bareEcho = startBareEcho(PYTHON);
 const engine = await createPythonEngine({ pythonExecutable: PYTHON }).load();
-const model = await engine.loadModel({
+const model = (await engine.loadModel({
   name: 'bench',
   modelDir: dir,
   device: CPU,
   options: { pythonExecutable: PYTHON },
   properties: parseServingProperties(''),
-});
-const context = await model.newExecutionContext();
+})) as PythonModel;
+const context = await model.newServingContext();
 // The same handler with every byte over the socket (option.sharedMemory=false), for comparison.
-const socketModel = await engine.loadModel({
+const socketModel = (await engine.loadModel({
   name: 'bench-socket',
   modelDir: dir,
   device: CPU,
   options: { pythonExecutable: PYTHON, sharedMemory: 'false' },
   properties: parseServingProperties(''),
+})) as PythonModel;
+const socketContext = await socketModel.newServingContext();
+// Requests as the server hands them over: raw tensors (v2), and a body with its content type.
+const tensorRequest = (name: string): ServingInput => ({
+  tensors: NDList.of(Tensor.zeros('float32', [1, 3, 224, 224], name)),
+  rawTensors: true,
 });
-const socketContext = await socketModel.newExecutionContext();
-const inputs: Record<Kind, NDList> = {
-  tensor: NDList.of(Tensor.zeros('float32', [1, 3, 224, 224], 'x')),
-  image: NDList.of(Tensor.zeros('float32', [1, 3, 224, 224], 'image')),
-  // A request body as the server hands it over: its bytes and a content type.
-  small: NDList.of(
-    new Tensor('uint8', Buffer.from(JSON_BODY), [JSON_BODY.length], tensorName.small),
-    new Tensor(
-      'string',
-      [
-        JSON.stringify({
-          properties: { 'content-type': 'application/json' },
-          bytes: [tensorName.small],
-        }),
-      ],
-      [1],
-      META_TENSOR,
-    ),
-  ),
+const inputs: Record<Kind, ServingInput> = {
+  tensor: tensorRequest('x'),
+  image: tensorRequest('image'),
+  small: { body: Buffer.from(JSON_BODY), contentType: 'application/json' },
 };
 // Before measuring: each kind answers what its handler branch should.
 const answerBytes = { tensor: 3 * 224 * 224 * 4, image: 1000 * 4 };
 for (const kind of ['tensor', 'image', 'small'] as const) {
-  const answer = (await context.forward(inputs[kind])).get(0);
+  const [result] = await context.serve([inputs[kind]]);
+  if (!result?.ok)
+    throw new Error(`${kind} failed: ${result?.ok === false ? result.error.message : ''}`);
+  const answer = result.value;
   if (kind === 'small') {
-    const text = Buffer.from(answer.data as Uint8Array).toString('utf8');
-    if (JSON.stringify(JSON.parse(text)) !== JSON_BODY) throw new Error(`JSON answer: ${text}`);
-  } else if ((answer.data as ArrayBufferView).byteLength !== answerBytes[kind]) {
-    throw new Error(`${kind} answered ${(answer.data as ArrayBufferView).byteLength} bytes`);
+    if (answer.type !== 'json' || JSON.stringify(answer.value) !== JSON_BODY)
+      throw new Error(`JSON answer: ${JSON.stringify(answer)}`);
+  } else if (
+    answer.type !== 'tensors' ||
+    (answer.tensors.get(0).data as ArrayBufferView).byteLength !== answerBytes[kind]
+  ) {
+    throw new Error(`${kind} answered ${JSON.stringify(answer).slice(0, 80)}`);
   }
 }
 // The bare echo sends back what it got, so it has no floor for the image's smaller answer.
@@ -182,6 +187,15 @@ for (const kind of ['tensor', 'image', 'small'] as const) {
   console.log(
     `  bare echo of the same ${payload.length} B over the same sockets (no Kiln code): ${formatSpread(spreadOf(figures.bare!), 0)} µs/call; ` +
       `Kiln above it ${formatSpread(spreadOf(aboveBare), 0)} µs/call`,
+  );
+  console.log(
+    goalLine(
+      `  ${label}: Kiln ÷ bare echo floor (same rounds)`,
+      ratioSpread(figures.kiln!, figures.bare!),
+      { atMost: 2 },
+      '×',
+      2,
+    ),
   );
 }
 await bareEcho.close();

@@ -2,10 +2,10 @@ export { createPythonEngine, provider, type PythonEngineOptions } from './provid
 export { PythonEngine } from './python-engine.js';
 export { PythonModel, ENGINE_NAME } from './python-model.js';
 export {
-  PythonExecutionContext,
+  PythonServingContext,
   CALL_TIMINGS_CHANNEL,
   type PythonCallTimings,
-} from './python-execution-context.js';
+} from './python-serving-context.js';
 export { PythonWorker, PYTHON_PACKAGE_DIR, type PythonWorkerOptions } from './python-worker.js';
 export {
   encodeFrame,
@@ -25,10 +25,4 @@ export {
 export { probePython } from './probe.js';
 export { PYTHON_OPTIONS } from './option-declarations.js';
 export { provider as default } from './provider.js';
-export {
-  PythonServingTranslator,
-  PythonBatchifier,
-  META_TENSOR,
-  batchPrefix,
-  type CallMeta,
-} from './serving.js';
+export { requestOf, outputOf, type PythonRequest } from './serving.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CPU, KilnErrorCode, NDList, Tensor, type ExecutionContext } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
-import type { PythonExecutionContext } from './python-execution-context.js';
+import type { PythonServingContext } from './python-serving-context.js';
 import type { PythonModel } from './python-model.js';
 import { PythonEngine, visibleGpuCount } from './python-engine.js';
 import { probePython } from './probe.js';
@@ -77,7 +77,7 @@ def handle(inputs: Input):
     x.flat[0] = -1  # the handler owns its input: the change stays in its copy
     return Output().add_as_numpy([x * 2, np.frombuffer(hashlib.sha256(raw).digest(), np.uint8)])
 `);
-    const context = (await model.newExecutionContext()) as PythonExecutionContext;
+    const context = (await model.newExecutionContext()) as PythonServingContext;
     expect(context.sharedInputProblem).toBeUndefined();
     for (const seed of [1, 2, 3]) {
       const data = Float32Array.from({ length: 150_528 }, (_, i) => ((i * seed) % 1000) - 500);
@@ -114,7 +114,7 @@ def handle(inputs: Input):
 
     // option.sharedMemory=false: every byte over the socket, the same answers.
     const plain = await load(DOUBLE, { sharedMemory: 'false' });
-    const socketOnly = (await plain.newExecutionContext()) as PythonExecutionContext;
+    const socketOnly = (await plain.newExecutionContext()) as PythonServingContext;
     const data = Float32Array.from({ length: 150_528 }, (_, i) => i % 7);
     const output = await socketOnly.forward(NDList.of(new Tensor('float32', data, [150_528])));
     expect((output.get(0).data as Float32Array).every((v, i) => v === 2 * data[i]!)).toBe(true);
@@ -320,7 +320,7 @@ def handle(inputs):
     await model.dispose();
   });
 
-  it('fails a crashed call, then replaces the dead worker', async () => {
+  it('fails a crashed call with WORKER_CRASHED and reports the death (the pool replaces it)', async () => {
     const model = await load(`
 import os
 from djl_python import Output
@@ -329,20 +329,28 @@ def handle(inputs):
         os._exit(3)
     return Output().add("ok")
 `);
-    const context = await model.newExecutionContext();
+    const context = await model.newServingContext();
+    const death = new Promise((resolve) => context.onDeath(resolve));
     await expect(
       context.forward(NDList.of(new Tensor('float32', new Float32Array([1]), [1]))),
     ).rejects.toMatchObject({
       code: KilnErrorCode.WorkerCrashed,
     });
-    const output = await context.forward(
-      NDList.of(new Tensor('float32', new Float32Array([0]), [1])),
-    );
+    expect(await death).toMatchObject({
+      code: KilnErrorCode.WorkerCrashed,
+      message: expect.stringContaining('exited (code 3)') as unknown,
+    });
+    // Not replaced here: the context is dead, a new one serves.
+    await expect(context.forward(NDList.of(Tensor.zeros('float32', [1])))).rejects.toMatchObject({
+      code: KilnErrorCode.WorkerCrashed,
+    });
+    const fresh = await model.newServingContext();
+    const output = await fresh.forward(NDList.of(Tensor.zeros('float32', [1])));
     expect(Buffer.from(output.get(0).data as Uint8Array).toString()).toBe('ok');
     await model.dispose();
   });
 
-  it('kills a handler that outlives option.predict_timeout; the very next call gets a fresh process', async () => {
+  it('kills a handler that outlives option.predict_timeout and reports the death', async () => {
     const model = await load(
       `
 import time
@@ -356,12 +364,15 @@ def handle(inputs):
 `,
       { predict_timeout: '0.5' },
     );
-    const context = await model.newExecutionContext();
+    const context = await model.newServingContext();
+    const death = new Promise((resolve) => context.onDeath(resolve));
     await expect(
       context.forward(NDList.of(new Tensor('float32', new Float32Array([-1]), [1]))),
     ).rejects.toMatchObject({ code: KilnErrorCode.Timeout });
-    const output = await context.forward(NDList.of(Tensor.zeros('float32', [1])));
-    expect(Buffer.from(output.get(0).data as Uint8Array).toString()).toBe('ok');
+    expect(await death).toMatchObject({
+      code: KilnErrorCode.WorkerCrashed,
+      message: expect.stringContaining('killed after a timeout') as unknown,
+    });
     await model.dispose();
   });
 
@@ -380,11 +391,19 @@ def handle(inputs):
     });
   });
 
-  it('bounds the init call by option.model_loading_timeout', async () => {
+  it('gives the pool option.model_loading_timeout as its start timeout, and ends a start it abandons', async () => {
     const model = await load('import time\ntime.sleep(60)\n', { model_loading_timeout: '0.5' });
-    await expect(model.newExecutionContext()).rejects.toMatchObject({
+    expect(model.contextStartTimeoutMs).toBe(500);
+    expect((await load(DOUBLE)).contextStartTimeoutMs).toBe(240_000);
+    const abandoned = new AbortController();
+    setTimeout(() => abandoned.abort(), 300);
+    const started = performance.now();
+    await expect(model.newServingContext({ signal: abandoned.signal })).rejects.toMatchObject({
       code: KilnErrorCode.ModelLoadFailed,
     });
+    // The sleeping process was killed, not left to its 60 s.
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(model.describe()).toMatchObject({ workers: 0 });
   });
 });
 

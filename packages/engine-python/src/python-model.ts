@@ -6,25 +6,22 @@ import {
   KilnError,
   KilnErrorCode,
   type Device,
-  type ExecutionContext,
   type ExecutionContextOptions,
   type Model,
   type ModelLoadRequest,
   type ServingProperties,
-  type ServingTranslatorFactory,
   type TensorDescriptor,
   preloadFor,
 } from '@kiln/core';
 import { ENGINE_NAME } from './engine-name.js';
 import { type PythonModelSettings, resolveModelSettings } from './options.js';
-import { PythonExecutionContext } from './python-execution-context.js';
+import { PythonServingContext } from './python-serving-context.js';
 import { type RequirementsReport, prepareRequirements, venvPython } from './requirements.js';
-import { PythonServingTranslator } from './serving.js';
 import { workerEnv } from './thread-env.js';
 
 export { ENGINE_NAME };
 
-/** A folder with model.py; every execution context is its own Python process. */
+/** A folder with model.py; every serving context is its own Python process. */
 export class PythonModel implements Model {
   readonly engine = ENGINE_NAME;
   readonly device: Device;
@@ -33,7 +30,7 @@ export class PythonModel implements Model {
   readonly name: string;
   readonly modelDir: string;
   readonly properties: ServingProperties;
-  private readonly contexts = new Set<PythonExecutionContext>();
+  private readonly contexts = new Set<PythonServingContext>();
 
   private constructor(
     request: ModelLoadRequest,
@@ -93,13 +90,16 @@ export class PythonModel implements Model {
     };
   }
 
-  /** Request bodies reach handle(inputs) as they arrived; its Output is the response. */
-  servingTranslatorFactory(): ServingTranslatorFactory {
-    return { name: 'python', newInstance: () => new PythonServingTranslator() };
+  /** model_loading_timeout: the time a worker has to start (import model.py, initialize). */
+  get contextStartTimeoutMs(): number {
+    return this.settings.loadTimeoutMs;
   }
 
-  async newExecutionContext(options: ExecutionContextOptions = {}): Promise<ExecutionContext> {
-    const context = new PythonExecutionContext(
+  /** Request bodies reach handle(inputs) as they arrived; its Output is the response. */
+  async newServingContext(
+    options: ExecutionContextOptions & { readonly signal?: AbortSignal } = {},
+  ): Promise<PythonServingContext> {
+    const context = await PythonServingContext.start(
       {
         modelName: this.name,
         modelDir: this.modelDir,
@@ -118,10 +118,15 @@ export class PythonModel implements Model {
         initProperties: this.initProperties,
       },
       () => this.contexts.delete(context),
+      options.signal,
     );
-    await context.start();
     this.contexts.add(context);
     return context;
+  }
+
+  /** Tensors in and out (Model's contract): a serving context, fed raw tensors. */
+  newExecutionContext(options: ExecutionContextOptions = {}): Promise<PythonServingContext> {
+    return this.newServingContext(options);
   }
 
   async dispose(): Promise<void> {

@@ -27,9 +27,7 @@ export interface PythonWorkerOptions {
   readonly deviceId: string;
   /** Properties of the init call (DJL hands the model's serving.properties to initialize()). */
   readonly initProperties?: Readonly<Record<string, string>>;
-  /** Milliseconds for the init call (model.py import + handle(empty input)). */
-  readonly loadTimeoutMs: number;
-  /** Milliseconds for each call. */
+  /** Milliseconds for each call (the init call's are the pool's start timeout's). */
   readonly predictTimeoutMs: number;
   /** Added to the process's environment (`option.env`). */
   readonly env?: Readonly<Record<string, string>>;
@@ -43,7 +41,7 @@ export interface PythonWorkerOptions {
    * more before reading it, and replaces the worker.
    */
   readonly maxResponseBytes?: number;
-  /** Resident memory past which the worker is retired after its call (max_worker_rss_mb). */
+  /** Resident memory past which the worker ends after its call (max_worker_rss_mb). */
   readonly maxRssBytes?: number;
 }
 
@@ -80,7 +78,9 @@ interface Pending {
 
 /**
  * One Python process running model.py. Calls are framed over fd 3 (to Python) and fd 4 (back),
- * keyed by request id, so a crash fails exactly the calls in flight and nothing else.
+ * keyed by request id, so a crash fails exactly the calls in flight and nothing else. A worker
+ * that dies, is killed (timeout, cancel, unreadable answer) or passes max_worker_rss_mb is not
+ * replaced here: `died` tells its owner (the worker pool replaces it).
  */
 export class PythonWorker {
   private readonly child: ChildProcess;
@@ -92,8 +92,8 @@ export class PythonWorker {
   private nextId = 1;
   private exitError: KilnError | undefined;
   private readonly log: (line: string) => void;
-  /** Why the worker takes no more calls and closes once its calls are answered. */
-  private retiredBecause: string | undefined;
+  /** Set by close(): an exit asked for is no death. */
+  private closing = false;
   /** Large contents go through this memory; undefined when it could not be set up. */
   private readonly region: SharedRegion | undefined;
   /** Large contents of answers come back through this one. */
@@ -101,8 +101,17 @@ export class PythonWorker {
   /** Why there is no shared input region, when there is none. */
   readonly sharedInputProblem: string | undefined;
   readonly exited: Promise<void>;
+  /** What the last call wrote: bytes to the socket (one writev), bytes into shared memory. */
+  lastCallWrites = { socketBytes: 0, sharedBytes: 0 };
+  /**
+   * Resolves with why the worker can take no more calls, as soon as that is known (before its
+   * process has exited); never, when it was closed.
+   */
+  readonly died: Promise<KilnError>;
+  private resolveDied!: (error: KilnError) => void;
 
   private constructor(private readonly options: PythonWorkerOptions) {
+    this.died = new Promise((resolve) => (this.resolveDied = resolve));
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       ...options.env,
@@ -210,19 +219,34 @@ export class PythonWorker {
     });
   }
 
+  /** Why it ended, as the crash of a worker (whatever failed its calls first). */
+  private deathError(): KilnError {
+    const error = this.exitError!;
+    if (error.code === KilnErrorCode.WorkerCrashed) return error;
+    return new KilnError(
+      KilnErrorCode.WorkerCrashed,
+      `Python worker of ${this.options.modelName} was killed: ${error.message}`,
+      { cause: error },
+    );
+  }
+
   /** The Python process's id (undefined if it could not be started). */
   get pid(): number | undefined {
     return this.child.pid;
   }
 
-  /** Starts a worker and runs the init call (empty input) within the loading timeout. */
-  static async start(options: PythonWorkerOptions): Promise<PythonWorker> {
+  /**
+   * Starts a worker and runs the init call (empty input); its time is bounded by the caller
+   * (the pool's start timeout, model_loading_timeout), who closes a worker that takes too long.
+   */
+  static async start(options: PythonWorkerOptions, signal?: AbortSignal): Promise<PythonWorker> {
     const worker = new PythonWorker(options);
+    const end = () => void worker.close();
+    signal?.addEventListener('abort', end, { once: true });
     try {
-      const init = await worker.call({ ...options.initProperties }, [], {
-        timeoutMs: options.loadTimeoutMs,
-      });
-      // Past the limit already, it would be replaced after every call.
+      if (signal?.aborted) throw new KilnError(KilnErrorCode.Cancelled, 'the start was abandoned');
+      const init = await worker.call({ ...options.initProperties }, [], { timeoutMs: Infinity });
+      // Past the limit already, it would end after every call.
       const rss = rssOf(init);
       if (options.maxRssBytes && rss > options.maxRssBytes) {
         throw new KilnError(
@@ -238,6 +262,8 @@ export class PythonWorker {
         `${options.entryPoint} of ${options.modelName} failed to load: ${reason}`,
         { cause: error },
       );
+    } finally {
+      signal?.removeEventListener('abort', end);
     }
     return worker;
   }
@@ -250,11 +276,6 @@ export class PythonWorker {
   /** Answer contents that came back through shared memory. */
   get sharedAnswerContents(): number {
     return this.answers?.reads ?? 0;
-  }
-
-  /** False once the worker exited, was killed, or was retired (it then takes no more calls). */
-  get alive(): boolean {
-    return this.exitError === undefined && this.retiredBecause === undefined;
   }
 
   /**
@@ -299,6 +320,12 @@ export class PythonWorker {
       }
     });
     if (deadline < this.watchdogAt) this.armWatchdog(deadline);
+    this.lastCallWrites = {
+      socketBytes: parts.reduce((sum, part) => sum + part.byteLength, 0),
+      sharedBytes: placed
+        ? [...placed.keys()].reduce((sum, i) => sum + contents[i]!.bytes.byteLength, 0)
+        : 0,
+    };
     if (parts.length === 1) {
       this.requests.write(parts[0]);
     } else {
@@ -311,6 +338,12 @@ export class PythonWorker {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
+    await this.end();
+  }
+
+  /** Ends its input: the worker exits once its call is answered (killed if it does not). */
+  private async end(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       this.requests.end();
       const timer = setTimeout(() => this.child.kill('SIGKILL'), 2000);
@@ -330,7 +363,7 @@ export class PythonWorker {
   /**
    * Interrupts a running call (SIGINT: a KeyboardInterrupt in the handler). It rejects once the
    * worker answers it; a handler that does not return within CANCEL_GRACE_MS is killed with its
-   * worker, which the next call replaces.
+   * worker.
    */
   private cancel(id: number, error: KilnError): void {
     const pending = this.pending.get(id);
@@ -354,8 +387,6 @@ export class PythonWorker {
     this.pending.delete(frame.id);
     if (pending.shared) this.region!.release();
     this.release(pending);
-    // Not after the init call (id 1): start() refuses a worker already past the limit.
-    if (frame.id !== 1) this.retireIfOver(rssOf(frame));
     if (pending.cancelled) {
       pending.reject(pending.cancelled.error);
     } else if (frame.kind === FrameKind.Error) {
@@ -371,7 +402,8 @@ export class PythonWorker {
     } else {
       pending.resolve(frame);
     }
-    if (this.retiredBecause && this.pending.size === 0) void this.close();
+    // Not after the init call (id 1): start() refuses a worker already past the limit.
+    if (frame.id !== 1) this.endIfOver(rssOf(frame));
   }
 
   /** Stops watching a call that is answered or failed. */
@@ -380,14 +412,19 @@ export class PythonWorker {
     if (pending.cancelled) clearTimeout(pending.cancelled.timer);
   }
 
-  /** A worker past max_worker_rss_mb takes no more calls: the next call starts a fresh one. */
-  private retireIfOver(rss: number): void {
+  /** A worker past max_worker_rss_mb ends once its answer is given: it dies, to be replaced. */
+  private endIfOver(rss: number): void {
     const limit = this.options.maxRssBytes;
-    if (!limit || rss <= limit || this.retiredBecause) return;
-    this.retiredBecause = `its RSS reached ${mib(rss)} MiB, more than max_worker_rss_mb (${mib(limit)})`;
-    this.log(
-      `[${this.options.modelName}] Python worker retired: ${this.retiredBecause}; a fresh one takes the next call`,
+    if (!limit || rss <= limit || this.exitError) return;
+    const reason = `its RSS reached ${mib(rss)} MiB, more than max_worker_rss_mb (${mib(limit)})`;
+    this.log(`[${this.options.modelName}] Python worker ends: ${reason}`);
+    this.fail(
+      new KilnError(
+        KilnErrorCode.WorkerCrashed,
+        `Python worker of ${this.options.modelName} ended: ${reason}`,
+      ),
     );
+    void this.end();
   }
 
   /** The error calls in flight get when the worker's answers cannot be read. */
@@ -409,6 +446,7 @@ export class PythonWorker {
 
   private fail(error: KilnError): void {
     this.exitError ??= error;
+    if (!this.closing) this.resolveDied(this.deathError());
     clearTimeout(this.watchdog);
     this.watchdog = undefined;
     this.watchdogAt = Infinity;
@@ -450,8 +488,7 @@ export class PythonWorker {
         `${this.options.handler} of ${this.options.modelName} did not answer within ${pending.timeoutMs} ms`,
       ),
     );
-    // A hung handler cannot be interrupted; the pool replaces the worker. Mark it dead now,
-    // not at its exit event, so the very next call starts a fresh process.
+    // A hung handler cannot be interrupted: the worker dies, and its owner replaces it.
     this.fail(
       new KilnError(
         KilnErrorCode.WorkerCrashed,

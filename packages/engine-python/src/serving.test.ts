@@ -6,10 +6,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import {
   CPU,
   KilnErrorCode,
-  Predictor,
   decodeNpy,
   parseServingProperties,
-  resolveTranslator,
   type ServingInput,
   type ServingOutput,
 } from '@kiln/core';
@@ -45,8 +43,21 @@ async function load(dir: string, options: Record<string, string> = {}): Promise<
   })) as PythonModel;
 }
 
-async function predictor(model: PythonModel): Promise<Predictor<ServingInput, ServingOutput>> {
-  return Predictor.create(model, await resolveTranslator(model));
+/** A serve worker's view of the model: requests in, a result per request out. */
+async function predictor(model: PythonModel) {
+  const context = await model.newServingContext();
+  const batchPredictSettled = (inputs: ServingInput[]) => context.serve(inputs);
+  const batchPredict = async (inputs: ServingInput[]): Promise<ServingOutput[]> =>
+    (await context.serve(inputs)).map((result) => {
+      if (!result.ok) throw result.error;
+      return result.value;
+    });
+  return {
+    batchPredictSettled,
+    batchPredict,
+    predict: async (input: ServingInput) => (await batchPredict([input]))[0]!,
+    close: () => context.close(),
+  };
 }
 
 /** The first tensor of a tensors answer, as numbers; fails on any other answer. */
@@ -145,6 +156,36 @@ def handle(inputs):
       expect(await p.predict({ parts } as ServingInput)).toEqual({
         type: 'json',
         value: { image: 5, meta: 7 },
+      });
+    } finally {
+      await p.close();
+      await model.dispose();
+    }
+  });
+
+  it("adds each query parameter as a content named by its key, as DJL's RequestParser does; a single form field keeps its name", async () => {
+    const source = `
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    return Output().add_as_json([[name, inputs.get_as_string(name)] for name, _ in inputs.content])
+`;
+    const model = await load(modelDir({ 'model.py': source }));
+    const p = await predictor(model);
+    try {
+      const query: [string, string][] = [
+        ['exception', 'boom'],
+        ['stream', 'true'],
+      ];
+      const body = new TextEncoder().encode('hi');
+      expect(await p.predict({ body, query })).toEqual({
+        type: 'json',
+        value: [...query, ['data', 'hi']],
+      });
+      expect(await p.predict({ body, field: 'exception' })).toEqual({
+        type: 'json',
+        value: [['exception', 'hi']],
       });
     } finally {
       await p.close();

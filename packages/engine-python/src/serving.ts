@@ -3,87 +3,148 @@ import {
   KilnErrorCode,
   NDList,
   Tensor,
+  V2_BINARY_HEADER,
+  buildV2Reply,
+  bytesOf,
   decodeTensors,
+  parseV2Request,
+  viewBytes,
   type AnyTensor,
-  type Batch,
-  type Batchifier,
+  type NumericDType,
+  type PredictResult,
   type ServingInput,
   type ServingOutput,
-  type Translator,
-  type TranslatorContext,
+  type V2InferRequest,
 } from '@kiln/core';
+import type { Content } from './frames.js';
 
 /**
- * Name of the string tensor that carries a call's properties (HTTP headers, content type,
- * the handler's output properties) next to its contents through the NDList a predictor
- * hands the execution context.
+ * One request as the handler's Input has it (DJL's RequestParser): each query parameter a
+ * content named by its key, then the body as it arrived — `data`, or its form field's name —
+ * or each multipart part named by its field, with the request's headers as properties. Raw and
+ * v2 tensors go as tensors, with no properties. `v2` is the parsed v2 request, to answer.
  */
-export const META_TENSOR = '__kiln_meta__';
-
-/** The property that marks a call as a batch, and says how many requests it holds. */
-const BATCH_SIZE = 'batch_size';
-
-/** Properties and which contents are raw bytes (a request body) rather than tensors. */
-export interface CallMeta {
+export interface PythonRequest {
   readonly properties: Record<string, string>;
-  /** Names of contents that are bytes; every other content is a tensor. */
-  readonly bytes: readonly string[];
+  readonly contents: Content[];
+  /** Raw or v2 tensors: the answer's contents are tensors too (bytes as uint8). */
+  readonly raw?: boolean;
+  readonly v2?: V2InferRequest;
 }
 
-/** DJL's prefix of request `index` inside a batch: `batch_000_`. */
-export function batchPrefix(index: number): string {
-  return `batch_${String(index).padStart(3, '0')}_`;
-}
-
-const BATCH_PREFIX = /^batch_(\d{3})_/;
-const BATCH_PREFIX_LENGTH = 'batch_000_'.length;
-
-/** The request index a `batch_NNN_` name belongs to, or undefined for an unprefixed name. */
-function batchIndexOf(name: string): number | undefined {
-  const match = BATCH_PREFIX.exec(name);
-  return match ? Number(match[1]) : undefined;
-}
-
-/**
- * A meta tensor made in this thread keeps its meta as an object: a call's meta is written once
- * and read two or three times on the same thread (translator, batchifier, execution context),
- * and reading it from here spares a JSON parse each time (and a WeakMap entry per request,
- * which cost more than the JSON). The JSON stays the tensor's data, so a copy of the tensor
- * (another thread) still reads the same meta.
- */
-class MetaTensor extends Tensor<'string'> {
-  constructor(
-    readonly meta: CallMeta,
-    name: string | undefined,
-    json = JSON.stringify(meta),
-  ) {
-    super('string', [json], [1], name);
+export function requestOf(input: ServingInput): PythonRequest {
+  if (input.v2) {
+    const v2 = parseV2Request(input.body ?? new Uint8Array(0), input.v2.headerLength);
+    return { properties: {}, contents: tensorContents(v2.inputs), raw: true, v2 };
   }
+  if (input.rawTensors && input.tensors) {
+    return { properties: {}, contents: tensorContents(input.tensors), raw: true };
+  }
+  const properties: Record<string, string> = { ...input.headers };
+  // Kiln's own mark of a batch: from a client, it would split one request into as many.
+  delete properties.batch_size;
+  if (input.contentType !== undefined) properties['content-type'] = input.contentType;
+  const contents: Content[] = (input.query ?? []).map(([name, value]) => ({
+    name,
+    bytes: new TextEncoder().encode(value),
+  }));
+  if (input.body) {
+    contents.push({ name: input.field ?? 'data', bytes: input.body });
+  } else if (input.parts && input.parts.length > 0) {
+    for (const part of input.parts) contents.push({ name: part.name, bytes: part.data });
+  } else if (input.tensors) {
+    contents.push(...tensorContents(input.tensors));
+  } else {
+    throw new KilnError(KilnErrorCode.InvalidInput, 'the request carries no body');
+  }
+  return { properties, contents };
+}
 
-  override withName(name: string | undefined): Tensor<'string'> {
-    return new MetaTensor(this.meta, name, this.data[0]);
+/** One request's answer: its Output's properties (code, message included) and contents. */
+export function outputOf(
+  request: PythonRequest,
+  properties: Readonly<Record<string, unknown>>,
+  contents: readonly Content[],
+  model: { readonly name: string; readonly version: string },
+): PredictResult<ServingOutput> {
+  try {
+    const strings = stringProperties(properties);
+    failOnErrorCode(strings);
+    if (request.v2) return { ok: true, value: v2Output(request.v2, contents, model) };
+    if (request.raw) {
+      return {
+        ok: true,
+        value: { type: 'tensors', tensors: new NDList(contents.map(contentTensor)) },
+      };
+    }
+    const headers = responseHeaders(strings);
+    const withHeaders = headers ? { headers } : {};
+    // A handler that returned None: nothing to send.
+    if (Number(strings.code) === 204) {
+      return { ok: true, value: { type: 'json', value: null, status: 204, ...withHeaders } };
+    }
+    const body = contents.find((content) => !content.dtype);
+    if (body) {
+      const output = bodyOutput(body.bytes, property(strings, 'content-type'));
+      return { ok: true, value: { ...output, ...withHeaders } };
+    }
+    const value: ServingOutput =
+      contents.length === 0
+        ? { type: 'json', value: null, ...withHeaders }
+        : { type: 'tensors', tensors: new NDList(contents.map(contentTensor)), ...withHeaders };
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, error: KilnError.wrap(error, KilnErrorCode.EngineError) };
   }
 }
 
-export function metaTensor(meta: CallMeta, name = META_TENSOR): AnyTensor {
-  return new MetaTensor(meta, name);
+function v2Output(
+  request: V2InferRequest,
+  contents: readonly Content[],
+  model: { readonly name: string; readonly version: string },
+): ServingOutput {
+  const reply = buildV2Reply(request, new NDList(contents.map(contentTensor)), model);
+  return reply.headerLength === undefined
+    ? { type: 'json', value: reply.body }
+    : {
+        type: 'bytes',
+        body: reply.body as Uint8Array,
+        contentType: 'application/octet-stream',
+        headers: { [V2_BINARY_HEADER]: String(reply.headerLength) },
+      };
 }
 
-export function readMeta(tensor: AnyTensor): CallMeta {
-  if (tensor instanceof MetaTensor) return tensor.meta;
-  const parsed = JSON.parse((tensor.data as string[])[0] ?? '{}') as Partial<CallMeta>;
-  return { properties: parsed.properties ?? {}, bytes: parsed.bytes ?? [] };
+function tensorContents(list: NDList): Content[] {
+  return list.tensors.map((tensor, i) => tensorContent(tensor, tensor.name ?? `input${i}`));
 }
 
-/** Splits a list into its meta (when present) and its contents. */
-export function splitMeta(list: NDList): { meta: CallMeta | undefined; tensors: AnyTensor[] } {
-  let meta: CallMeta | undefined;
-  const tensors: AnyTensor[] = [];
-  for (const tensor of list) {
-    if (tensor.name === META_TENSOR) meta = readMeta(tensor);
-    else tensors.push(tensor);
+function tensorContent(tensor: AnyTensor, name: string): Content {
+  if (tensor.dtype === 'string') {
+    return { name, bytes: new TextEncoder().encode((tensor.data as string[]).join('')) };
   }
-  return { meta, tensors };
+  return { name, dtype: tensor.dtype, shape: tensor.shape, bytes: bytesOf(tensor.data as never) };
+}
+
+/** A content as a tensor: raw bytes as uint8. */
+export function contentTensor(content: Content): AnyTensor {
+  if (!content.dtype || content.dtype === 'string') {
+    return new Tensor('uint8', content.bytes, [content.bytes.length], content.name);
+  }
+  const dtype = content.dtype as NumericDType;
+  return new Tensor(
+    dtype,
+    viewBytes(dtype, content.bytes) as never,
+    content.shape ?? [],
+    content.name,
+  );
+}
+
+function stringProperties(properties: Readonly<Record<string, unknown>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [key, value] of Object.entries(properties)) {
+    if (value !== undefined && value !== null) out[key] = String(value);
+  }
+  return out;
 }
 
 /** Case-insensitive property lookup (HTTP headers arrive lower-cased, handlers may not). */
@@ -92,63 +153,6 @@ export function property(properties: Record<string, string>, key: string): strin
   const lower = key.toLowerCase();
   for (const [k, v] of Object.entries(properties)) if (k.toLowerCase() === lower) return v;
   return undefined;
-}
-
-/**
- * Python mode's translator: the request body goes to the handler exactly as it arrived
- * (`Input.get_as_image()`, `get_as_json()`, `get_as_bytes()` work on it) with the request's
- * headers as properties, and the handler's Output comes back as the response.
- */
-export class PythonServingTranslator implements Translator<ServingInput, ServingOutput> {
-  readonly batchifier = new PythonBatchifier();
-
-  processInput(_ctx: TranslatorContext, input: ServingInput): NDList {
-    const properties: Record<string, string> = { ...input.headers };
-    // Kiln's own mark of a batch: from a client, it would have the worker split one request
-    // into as many empty ones as it names.
-    if (BATCH_SIZE in properties) delete properties[BATCH_SIZE];
-    if (input.contentType !== undefined) properties['content-type'] = input.contentType;
-    if (input.body) {
-      const body = new Tensor('uint8', input.body, [input.body.byteLength], 'data');
-      return NDList.of(body, metaTensor({ properties, bytes: ['data'] }));
-    }
-    // Several multipart parts (when the server hands them on undecoded): one content each,
-    // named by its form field, as DJL's Input has them.
-    const parts = (input as { parts?: readonly { name: string; data: Uint8Array }[] }).parts;
-    if (parts && parts.length > 0) {
-      const tensors = parts.map(
-        (part) => new Tensor('uint8', part.data, [part.data.length], part.name),
-      );
-      return new NDList([...tensors, metaTensor({ properties, bytes: parts.map((p) => p.name) })]);
-    }
-    if (input.tensors) {
-      return new NDList([...input.tensors.tensors, metaTensor({ properties, bytes: [] })]);
-    }
-    throw new KilnError(KilnErrorCode.InvalidInput, 'the request carries no body');
-  }
-
-  processOutput(_ctx: TranslatorContext, output: NDList): ServingOutput {
-    const { meta, tensors } = splitMeta(output);
-    if (!meta) return { type: 'tensors', tensors: new NDList(tensors) };
-    failOnErrorCode(meta.properties);
-    const headers = responseHeaders(meta.properties);
-    const withHeaders = headers ? { headers } : {};
-    // A handler that returned None: nothing to send.
-    if (Number(meta.properties.code) === 204) {
-      return { type: 'json', value: null, status: 204, ...withHeaders };
-    }
-    const bytes = new Set(meta.bytes);
-    const body = tensors.find((t) => t.name !== undefined && bytes.has(t.name));
-    if (!body) {
-      return tensors.length === 0
-        ? { type: 'json', value: null, ...withHeaders }
-        : { type: 'tensors', tensors: new NDList(tensors), ...withHeaders };
-    }
-    return {
-      ...bodyOutput(body.data as Uint8Array, property(meta.properties, 'content-type')),
-      ...withHeaders,
-    };
-  }
 }
 
 /** Output properties that describe the answer itself rather than headers to send. */
@@ -239,87 +243,4 @@ function isNumpyFile(bytes: Uint8Array): boolean {
 
 function looksLikeJson(text: string): boolean {
   return /^\s*[[{"]/.test(text);
-}
-
-/**
- * DJL's batching for Python mode: one call whose properties hold `batch_size` and whose
- * properties and contents are prefixed `batch_NNN_` per request; the handler's answer is
- * split back by the same prefixes, so each result reaches its own response.
- */
-export class PythonBatchifier implements Batchifier {
-  readonly name = 'python-batch';
-
-  canBatch(): boolean {
-    return true;
-  }
-
-  batchify(inputs: readonly NDList[]): Batch {
-    const tensors: AnyTensor[] = [];
-    const hadMeta: boolean[] = [];
-    inputs.forEach((list, index) => {
-      const prefix = batchPrefix(index);
-      let withMeta = false;
-      // Every name gets the request's prefix; the names inside a meta stay the request's own
-      // (the execution context prefixes them as it reads the meta).
-      for (const tensor of list) {
-        if (tensor.name === META_TENSOR) {
-          withMeta = true;
-          tensors.push(tensor.withName(prefix + META_TENSOR));
-        } else {
-          tensors.push(tensor.withName(prefix + (tensor.name ?? '')));
-        }
-      }
-      hadMeta.push(withMeta);
-    });
-    tensors.push(metaTensor({ properties: { [BATCH_SIZE]: String(inputs.length) }, bytes: [] }));
-    return {
-      input: new NDList(tensors),
-      unbatchify: (output) => unbatchify(output, hadMeta),
-    };
-  }
-}
-
-function unbatchify(output: NDList, hadMeta: readonly boolean[]): NDList[] {
-  const { meta, tensors } = splitMeta(output);
-  const bytes = new Set(meta?.bytes ?? []);
-  const shared: Record<string, string> = {};
-  // One pass over the answer's properties and contents, each to the request its prefix names.
-  const requests = hadMeta.map(() => ({
-    properties: {} as Record<string, string>,
-    tensors: [] as AnyTensor[],
-    bytes: [] as string[],
-  }));
-  for (const [key, value] of Object.entries(meta?.properties ?? {})) {
-    const index = batchIndexOf(key);
-    if (index === undefined) {
-      // Code and message too: a batch answered 503 as a whole fails every request of it.
-      shared[key] = value;
-    } else {
-      const request = requests[index];
-      if (request) request.properties[key.slice(BATCH_PREFIX_LENGTH)] = value;
-    }
-  }
-  for (const tensor of tensors) {
-    const name = tensor.name ?? '';
-    const index = batchIndexOf(name);
-    if (index === undefined) {
-      throw new KilnError(
-        KilnErrorCode.EngineError,
-        'the handler answered a batch with contents not named batch_NNN_ (use Output.add(..., batch_index=i) or return one Output per request)',
-      );
-    }
-    const request = requests[index];
-    if (!request) continue;
-    const own = name.slice(BATCH_PREFIX_LENGTH);
-    request.tensors.push(tensor.withName(own));
-    if (bytes.has(name)) request.bytes.push(own);
-  }
-  return requests.map((request, index) => {
-    const properties = { ...shared, ...request.properties };
-    if (!hadMeta[index]) {
-      failOnErrorCode(properties);
-      return new NDList(request.tensors);
-    }
-    return new NDList([...request.tensors, metaTensor({ properties, bytes: request.bytes })]);
-  });
 }

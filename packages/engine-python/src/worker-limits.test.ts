@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { KilnErrorCode, NDList, Tensor, type ExecutionContext } from '@kiln/core';
+import { KilnErrorCode, type KilnError, type ServingContext } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { probePython } from './probe.js';
 import { TEST_PYTHON, loadTestModel, removeTestModels } from './test-support.js';
@@ -12,21 +12,19 @@ const { run } = await checkEngine('Python', () => probePython(PYTHON));
 afterAll(removeTestModels);
 const load = loadTestModel;
 
-/** Calls the handler with a text body (a `data` bytes content, as a request body arrives). */
-function ask(context: ExecutionContext, text: string, signal?: AbortSignal): Promise<string> {
+/** Calls the handler with a text body, as a request arrives; its text answer. */
+async function ask(context: ServingContext, text: string, signal?: AbortSignal): Promise<string> {
   const body = new TextEncoder().encode(text);
-  const meta = new Tensor(
-    'string',
-    [JSON.stringify({ properties: {}, bytes: ['data'] })],
-    [1],
-    '__kiln_meta__',
-  );
-  return context
-    .forward(
-      NDList.of(new Tensor('uint8', body, [body.length], 'data'), meta),
-      signal ? { signal } : {},
-    )
-    .then((output) => Buffer.from(output.get(0).data as Uint8Array).toString());
+  const [result] = await context.serve([{ body }], signal ? { signal } : {});
+  if (!result!.ok) throw result!.error;
+  const output = result!.value;
+  if (output.type !== 'bytes') throw new Error(`not bytes: ${output.type}`);
+  return Buffer.from(output.body).toString();
+}
+
+/** Resolves with the error its context dies of. */
+function deathOf(context: ServingContext): Promise<KilnError> {
+  return new Promise((resolve) => context.onDeath(resolve));
 }
 
 // `big N`: N MiB of answer; `frame`: a frame header announcing 1 GiB, written behind the
@@ -62,7 +60,7 @@ def handle(inputs):
 describe.skipIf(!run)('Python worker limits', () => {
   it('refuses an answer over option.max_response_size with 507 naming the key; the worker goes on', async () => {
     const model = await load(HANDLER, { max_response_size: String(1 << 20) });
-    const context = await model.newExecutionContext();
+    const context = await model.newServingContext();
     const pid = await ask(context, 'pid');
     await expect(ask(context, 'big 8')).rejects.toMatchObject({
       code: KilnErrorCode.EngineError,
@@ -86,28 +84,42 @@ describe.skipIf(!run)('Python worker limits', () => {
     });
   });
 
-  it('does not read a frame that announces more than the limit; a fresh worker takes the next call', async () => {
+  it('does not read a frame that announces more than the limit; the worker dies for the pool to replace', async () => {
     const model = await load(HANDLER, { max_response_size: String(1 << 20) });
-    const context = await model.newExecutionContext();
-    const pid = await ask(context, 'pid');
+    const context = await model.newServingContext();
+    const death = deathOf(context);
+    await ask(context, 'pid');
     await expect(ask(context, 'frame')).rejects.toMatchObject({
       message: expect.stringMatching(/1073741824 bytes passes max_response_size/) as unknown,
       details: { httpStatus: 507 },
     });
-    const next = await ask(context, 'pid');
-    expect(next).not.toBe(pid);
+    expect(await death).toMatchObject({ code: KilnErrorCode.WorkerCrashed });
     await model.dispose();
   });
 
-  it('retires a worker past option.max_worker_rss_mb after its call; every call is answered', async () => {
+  it('ends a worker past option.max_worker_rss_mb once its call is answered', async () => {
     const model = await load(HANDLER, { max_worker_rss_mb: '150' });
-    const context = await model.newExecutionContext();
+    const context = await model.newServingContext();
+    const death = deathOf(context);
     const pids: string[] = [];
-    // 40 MiB kept per call: a worker passes 150 MiB within four calls.
-    for (let i = 0; i < 8; i++) pids.push(await ask(context, 'leak 40'));
-    expect(new Set(pids).size).toBeGreaterThan(1);
-    // Each worker answered more than one call before it was retired.
-    expect(pids[1]).toBe(pids[0]);
+    // 40 MiB kept per call: a worker passes 150 MiB within four calls, each one answered; the
+    // worker then ends, and takes no more calls.
+    let refused: unknown;
+    for (let i = 0; i < 8 && refused === undefined; i++) {
+      await ask(context, 'leak 40').then(
+        (pid) => pids.push(pid),
+        (error: unknown) => (refused = error),
+      );
+    }
+    expect(pids.length).toBeGreaterThan(1);
+    expect(pids.length).toBeLessThan(5);
+    expect(new Set(pids).size).toBe(1);
+    const ended = {
+      code: KilnErrorCode.WorkerCrashed,
+      message: expect.stringMatching(/more than max_worker_rss_mb \(150\)/) as unknown,
+    };
+    expect(refused).toMatchObject(ended);
+    expect(await death).toMatchObject(ended);
     expect(model.describe()).toMatchObject({ maxWorkerRssBytes: 150 * 2 ** 20 });
     await model.dispose();
   });
@@ -124,7 +136,7 @@ describe.skipIf(!run)('Python worker limits', () => {
 
   it('interrupts a cancelled call; the same worker is free for the next one', async () => {
     const model = await load(HANDLER);
-    const context = await model.newExecutionContext();
+    const context = await model.newServingContext();
     const pid = await ask(context, 'pid');
     const controller = new AbortController();
     const asked = ask(context, 'sleep', controller.signal);
@@ -138,21 +150,25 @@ describe.skipIf(!run)('Python worker limits', () => {
     await model.dispose();
   });
 
-  it('kills a worker whose handler goes on after the interrupt; a fresh one takes the next call', async () => {
+  it('kills a worker whose handler goes on after the interrupt: it dies for the pool to replace', async () => {
     const model = await load(HANDLER);
-    const context = await model.newExecutionContext();
-    const pid = await ask(context, 'pid');
+    const context = await model.newServingContext();
+    const death = deathOf(context);
+    await ask(context, 'pid');
     const controller = new AbortController();
     const asked = ask(context, 'stubborn', controller.signal);
     setTimeout(() => controller.abort(), 200);
     await expect(asked).rejects.toMatchObject({ code: KilnErrorCode.Cancelled });
-    expect(await ask(context, 'pid')).not.toBe(pid);
+    expect(await death).toMatchObject({
+      code: KilnErrorCode.WorkerCrashed,
+      message: expect.stringContaining('its cancelled call went on') as unknown,
+    });
     await model.dispose();
   });
 
   it('refuses a call whose signal is already aborted without sending it', async () => {
     const model = await load(HANDLER);
-    const context = await model.newExecutionContext();
+    const context = await model.newServingContext();
     await expect(ask(context, 'sleep', AbortSignal.abort())).rejects.toMatchObject({
       code: KilnErrorCode.Cancelled,
     });

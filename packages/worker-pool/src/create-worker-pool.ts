@@ -13,6 +13,8 @@ import {
   sequenceBatchingFrom,
 } from '@kiln/core';
 import { InlineBackend } from './inline-backend.js';
+import { ServeBackend, serveSettings } from './serve-backend.js';
+import type { WorkerBackend } from './worker-backend.js';
 import type { PlacementReport } from './pool-description.js';
 import { loadRecipeHere, planRecipe, type PlannedRecipe } from './recipe-plan.js';
 import {
@@ -219,18 +221,21 @@ function sharedPool<I, O>(
   const warm = extra.warmup;
   return new WorkerPool({
     name: options.name ?? shared.name,
-    settings: resolveWorkerPoolSettings(options.settings),
+    settings: serveSettings(resolveWorkerPoolSettings(options.settings), shared),
     devices: [device],
     backends: {
       // Only engines that compute off this thread can pin: the JS thread itself is shared.
       create: ({ threads, cores }) => {
-        const backend = new InlineBackend(
-          shared,
-          translator,
-          threads,
-          extra.computesElsewhere,
-          extra.computesElsewhere ? cores : undefined,
-        );
+        // A model that serves requests itself (Python mode) gets them as they are.
+        const backend: WorkerBackend<I, O> = shared.newServingContext
+          ? (new ServeBackend(shared, threads, cores) as unknown as WorkerBackend<I, O>)
+          : new InlineBackend(
+              shared,
+              translator,
+              threads,
+              extra.computesElsewhere,
+              extra.computesElsewhere ? cores : undefined,
+            );
         return warm ? withWarmup(backend, warm) : backend;
       },
     },

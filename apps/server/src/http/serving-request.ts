@@ -23,6 +23,7 @@ export async function servingInputFrom(
 ): Promise<ServingInput> {
   const contentType = req.headers['content-type'] || undefined;
   const headers = pickHeaders(req);
+  const query = queryOf(req);
   if (contentType?.toLowerCase().startsWith('multipart/form-data')) {
     const parts = await readMultipart(req, limits);
     if (parts.length === 0)
@@ -31,7 +32,9 @@ export async function servingInputFrom(
       const [part] = parts;
       return {
         body: part!.data,
+        field: part!.name,
         headers,
+        ...query,
         owned: true,
         maxDecodedBytes: limits.maxBytes,
         ...(part!.contentType ? { contentType: part!.contentType } : {}),
@@ -39,7 +42,7 @@ export async function servingInputFrom(
     }
     // Decoded where the model runs, like every other body.
     const tensorParts = parts.map(({ name, data, contentType }) => ({ name, data, contentType }));
-    return { parts: tensorParts, headers, owned: true, maxDecodedBytes: limits.maxBytes };
+    return { parts: tensorParts, headers, ...query, owned: true, maxDecodedBytes: limits.maxBytes };
   }
   const body = await readBody(req, limits);
   if (body.byteLength === 0)
@@ -47,10 +50,19 @@ export async function servingInputFrom(
   return {
     body,
     headers,
+    ...query,
     owned: true,
     maxDecodedBytes: limits.maxBytes,
     ...(contentType ? { contentType } : {}),
   };
+}
+
+/** The URL's query parameters, when it has any. */
+function queryOf(req: IncomingMessage): { query?: [string, string][] } {
+  const at = req.url?.indexOf('?') ?? -1;
+  if (at < 0) return {};
+  const query = [...new URLSearchParams(req.url!.slice(at + 1))];
+  return query.length > 0 ? { query } : {};
 }
 
 /** What an answer carries: its status, content type as Koa would set it, bytes, headers. */

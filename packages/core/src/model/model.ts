@@ -4,6 +4,9 @@ import type { ExecutionContext } from '../engine/execution.js';
 import type { DType } from '../tensor/dtype.js';
 import type { Shape } from '../tensor/shape.js';
 import type { ServingProperties } from '../loading/serving-properties.js';
+import type { KilnError } from '../errors.js';
+import type { PredictResult } from '../translate/predictor.js';
+import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
 
 /** A model input or output: name, element type and shape (-1 for a dynamic dimension). */
 export interface TensorDescriptor {
@@ -49,6 +52,23 @@ export interface ExecutionContextOptions {
   cpuCores?: readonly number[];
 }
 
+/**
+ * What a `serve` worker runs (Python mode): requests in as the HTTP or gRPC layer built them,
+ * one result per request out, with no tensors or translator between. One call at a time.
+ */
+export interface ServingContext {
+  /** Each input succeeds or fails on its own; rejects only when the context died under it. */
+  serve(
+    inputs: readonly ServingInput[],
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<PredictResult<ServingOutput>[]>;
+  /** Called once when the context dies (process exit, kill, limit crossed): the pool replaces it. */
+  onDeath(listener: (error: KilnError) => void): void;
+  /** The cores it runs on, when it was asked to pin and did. */
+  readonly pinnedCores?: readonly number[];
+  close(): Promise<void>;
+}
+
 /** A loaded model. Predictors are made from it; it is disposed once nothing uses it. */
 export interface Model {
   readonly name: string;
@@ -67,5 +87,17 @@ export interface Model {
    * provider lists `step` in `workerKinds` implement it. It runs where the worker runs.
    */
   newStepDecoder?(options?: ExecutionContextOptions): Promise<StepDecoder>;
+  /**
+   * A serving context for a `serve` worker: engines whose provider lists `serve` in
+   * `workerKinds` implement it, with `contextStartTimeoutMs`, the time a context may take to
+   * start (its loading timeout), which is the pool's start timeout for these workers.
+   */
+  newServingContext?(
+    options?: ExecutionContextOptions & {
+      /** Aborted when the pool gives up on the start (its start timeout): the start ends. */
+      readonly signal?: AbortSignal;
+    },
+  ): Promise<ServingContext>;
+  readonly contextStartTimeoutMs?: number;
   dispose(): Promise<void>;
 }

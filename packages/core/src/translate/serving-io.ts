@@ -27,6 +27,10 @@ export interface ServingInput {
   readonly contentType?: string;
   readonly headers?: Readonly<Record<string, string>>;
   readonly tensors?: NDList;
+  /** The form field `body` came from, when it was a multipart request's only part. */
+  readonly field?: string;
+  /** The URL's query parameters, in order (Python mode hands each to the handler as a content). */
+  readonly query?: readonly (readonly [string, string])[];
   /** Several tensor parts of a multipart request, decoded and joined where the model runs. */
   readonly parts?: readonly ServingPart[];
   /** Set when `body` is a v2 infer request: decoded, and answered, where the model runs. */

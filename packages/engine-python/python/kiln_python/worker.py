@@ -38,35 +38,82 @@ def load_handler(model_dir, entry_point, handler_name):
     return handler
 
 
-def handle_call(handler, properties, contents):
-    """Runs the handler on one call; returns the result's properties and contents."""
-    output = handler(Input(properties, contents))
+def handle_call(handler, properties, contents, model_properties):
+    """Runs the handler on one call: the init call (properties a dict), or requests (a list of
+    [properties, number of contents], their contents in order). Returns the answer's properties
+    (`answers`: [properties, number of contents] per request) and contents."""
+    if isinstance(properties, dict):
+        # Its answer is not used: the call only loads the handler.
+        properties.update(model_properties)
+        handler(Input(properties, contents))
+        return {}, []
+    output = handler(_input_of(properties, contents, model_properties))
+    if isinstance(output, (list, tuple)):
+        # Kiln's shorthand: one Output per request.
+        answers = [_answer(item) for item in output]
+    elif len(properties) == 1:
+        answers = [_answer(output)]
+    else:
+        answers = _split_batch(_answer(output), len(properties))
+    props = {"answers": [[answer, len(out)] for answer, out in answers]}
+    return props, [content for _, out in answers for content in out]
+
+
+def _input_of(requests, contents, model_properties):
+    """DJL's Input of a call: a request's own, or a batch's, whose properties and contents are
+    prefixed batch_NNN_ per request (get_batches() splits them back)."""
+    if len(requests) == 1:
+        return Input({**requests[0][0], **model_properties}, contents)
+    properties = {"batch_size": str(len(requests)), **model_properties}
+    batch = []
+    at = 0
+    for index, (props, count) in enumerate(requests):
+        for key, value in props.items():
+            properties[batch_key(index, key)] = value
+        batch += [(batch_key(index, name), value) for name, value in contents[at : at + count]]
+        at += count
+    return Input(properties, batch)
+
+
+def _answer(output):
+    """An Output as (properties with its code and message, contents)."""
     if output is None:
         # DJL Serving's answer to a handler that returned nothing.
         output = Output(204, "No content")
-    if isinstance(output, (list, tuple)):
-        return _merge_batch(output)
     props = dict(output.properties)
     props["code"] = output.code
     props["message"] = output.message
-    return props, output.content
+    return props, list(output.content)
 
 
-def _merge_batch(outputs):
-    """A handler may answer a batch with one Output per request (Kiln's shorthand for the
-    batch_NNN_ prefixes DJL handlers write themselves)."""
-    props = {}
-    contents = []
-    for index, output in enumerate(outputs):
-        if output is None:
-            output = Output(204, "No content")
-        for key, value in output.properties.items():
-            props[batch_key(index, key)] = value
-        props[batch_key(index, "code")] = output.code
-        props[batch_key(index, "message")] = output.message
-        for name, value in output.content:
-            contents.append((batch_key(index, name), value))
-    return props, contents
+def _split_batch(answer, size):
+    """A batch's one Output, split by its batch_NNN_ prefixes; unprefixed properties (its code
+    and message among them) go to every request."""
+    props, contents = answer
+    answers = [({}, []) for _ in range(size)]
+    shared = {}
+    for key, value in props.items():
+        index = _batch_index(key)
+        if index is None:
+            shared[key] = value
+        elif index < size:
+            answers[index][0][key[10:]] = value
+    for name, value in contents:
+        index = _batch_index(name)
+        if index is None:
+            raise ValueError(
+                "the handler answered a batch with contents not named batch_NNN_ "
+                "(use Output.add(..., batch_index=i) or return one Output per request)"
+            )
+        if index < size:
+            answers[index][1].append((name[10:], value))
+    return [({**shared, **own}, out) for own, out in answers]
+
+
+def _batch_index(key):
+    if key.startswith("batch_") and key[6:9].isdigit() and key[9:10] == "_":
+        return int(key[6:9])
+    return None
 
 
 def _out_of_memory(error):
@@ -135,6 +182,8 @@ def main():
     # Node retires this worker once its memory passes max_worker_rss_mb: every answer says it.
     rss = _rss_reader() if os.environ.get("KILN_REPORT_RSS") == "1" else None
     interruptible = _Interruptible()
+    # What DJL Serving's engine adds to every call: handlers read them in initialize().
+    model_properties = {"model_dir": model_dir, "device_id": device_id}
     handler = None
     clock = time.perf_counter
     while True:
@@ -143,10 +192,8 @@ def main():
             return
         request_id, kind, properties, contents = decode(frame, region)
         answer_region = answers if kind & ANSWER_IN_REGION else None
-        limit = answer_limit and answer_limit * int(properties.get("batch_size") or 1)
-        # What DJL Serving's engine adds to every call: handlers read them in initialize().
-        properties["model_dir"] = model_dir
-        properties["device_id"] = device_id
+        requests = len(properties) if isinstance(properties, list) else 1
+        limit = answer_limit and answer_limit * requests
         started = clock()
         try:
             if handler is None:
@@ -154,7 +201,7 @@ def main():
                 preload_numpy()
             interruptible.running = True
             try:
-                props, out = handle_call(handler, properties, contents)
+                props, out = handle_call(handler, properties, contents, model_properties)
             finally:
                 interruptible.running = False
             props["kiln_handler_us"] = int((clock() - started) * 1e6)
