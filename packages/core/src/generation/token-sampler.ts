@@ -87,16 +87,17 @@ export class TokenSampler {
     if (!this.params.doSample) return argmax(scores);
     const temperature = this.params.temperature ?? 1;
     const topK = this.params.topK ?? 0;
-    const candidates =
-      topK > 0 && topK < scores.length ? topKOf(scores, topK) : tokenRange(scores.length);
+    const limited = topK > 0 && topK < scores.length;
+    const candidates = limited ? firstRanked(scores, topK) : tokenRange(scores.length);
     const top = scores[argmax(scores)]!;
     const weight = (t: number) => Math.exp((scores[t]! - top) / temperature);
     let total = 0;
     for (const t of candidates) total += weight(t);
     const walk = { scores, candidates, weight, topP: this.params.topP ?? 1, u: this.random() };
-    // The sum above is in another order than rank order: when a decision falls within its
-    // rounding, the rank-order sum (a sort, about never) decides.
-    return draw(walk, total, false) ?? draw(walk, rankedSum(scores, candidates, weight), true)!;
+    // The top k come in rank order, so theirs is the full sort's sum; the whole vocabulary's
+    // is in index order, and when a decision falls within its rounding, the rank-order sum
+    // (a sort, about never) decides.
+    return draw(walk, total, limited) ?? draw(walk, rankedSum(scores, candidates, weight), true)!;
   }
 
   /** Uniform in [0, 1) (mulberry32). */
@@ -178,12 +179,10 @@ function rankedBefore(scores: Float64Array): (a: number, b: number) => boolean {
   return (a, b) => scores[a]! > scores[b]! || (scores[a] === scores[b] && a < b);
 }
 
-/** The k tokens ranked first, in heap order: a bounded heap whose root is the last of them. */
-function topKOf(scores: Float64Array, k: number): Int32Array {
-  const before = rankedBefore(scores);
-  const heap = new TokenHeap(tokenRange(k), (a, b) => before(b, a));
-  for (let t = k; t < scores.length; t++) if (before(t, heap.top)) heap.replaceTop(t);
-  return heap.ids;
+/** The k tokens ranked first, in rank order. */
+function firstRanked(scores: Float64Array, k: number): Int32Array {
+  const heap = new TokenHeap(tokenRange(scores.length), rankedBefore(scores));
+  return Int32Array.from({ length: k }, () => heap.pop());
 }
 
 /** The candidates' weights summed in rank order, as a full sort sums them. */
@@ -207,16 +206,12 @@ class TokenHeap {
   size: number;
 
   constructor(
-    /** The heap's array (taken over, reordered in place). */
-    readonly ids: Int32Array,
+    /** Taken over and reordered in place. */
+    private readonly ids: Int32Array,
     private readonly before: (a: number, b: number) => boolean,
   ) {
     this.size = ids.length;
     for (let i = (this.size >> 1) - 1; i >= 0; i--) this.siftDown(i);
-  }
-
-  get top(): number {
-    return this.ids[0]!;
   }
 
   pop(): number {
@@ -224,11 +219,6 @@ class TokenHeap {
     this.ids[0] = this.ids[--this.size]!;
     this.siftDown(0);
     return top;
-  }
-
-  replaceTop(id: number): void {
-    this.ids[0] = id;
-    this.siftDown(0);
   }
 
   private siftDown(from: number): void {
