@@ -1,10 +1,8 @@
 export {
   OrtStepDecoder,
   loadOrtStepDecoder,
-  createOrtStepDecoder,
   type OrtStepDecoderOptions,
   type DecoderLimits,
-  type DecoderSource,
   type DecoderSequence,
 } from './ort-step-decoder.js';
 export { readDecoderSignature, type DecoderSignature } from './decoder-signature.js';
