@@ -65,7 +65,12 @@ describe('ModelInferRequest bytes', () => {
           },
           { name: 'f', datatype: 'FP32', shape: [1, 2], contents: { fp32_contents: [1.5, -2] } },
           { name: 'd', datatype: 'FP64', shape: [1], contents: { fp64_contents: [0.1] } },
-          { name: 's', datatype: 'BYTES', shape: [1], contents: { bytes_contents: [Buffer.from('hé')] } },
+          {
+            name: 's',
+            datatype: 'BYTES',
+            shape: [1],
+            contents: { bytes_contents: [Buffer.from('hé')] },
+          },
         ],
         outputs: [{ name: 'y' }, { name: 'z' }],
       }),
@@ -84,6 +89,14 @@ describe('ModelInferRequest bytes', () => {
       ['d', 'float64', [1], [0.1]],
       ['s', 'string', [1], ['hé']],
     ]);
+  });
+
+  it('decode repeated fields unpacked too, as proto2 writers send them', () => {
+    const input = [0x0a, 1, 0x78, 0x12, 5, ...Buffer.from('UINT8'), 0x18, 2];
+    const contents = [0x2a, 4, 0x20, 7, 0x20, 8]; // uint_contents 7, then 8
+    const bytes = Uint8Array.from([0x2a, input.length + contents.length, ...input, ...contents]);
+    const x = parseGrpcInferRequest(bytes).inputs.get(0);
+    expect([x.name, x.shape, Array.from(x.data as Uint8Array)]).toEqual(['x', [2], [7, 8]]);
   });
 
   it('view raw_input_contents in place', () => {

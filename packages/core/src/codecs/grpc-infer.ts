@@ -26,12 +26,11 @@ interface InputSpec {
   contents: Contents | undefined;
 }
 
-type Contents = Partial<Record<ContentsField, unknown[]>>;
+/** InferTensorContents' elements by field name (`fp32_contents`). */
+type Contents = Record<string, unknown[]>;
 
 /** InferTensorContents' fields by number: name, wire type of one element, element reader. */
-const CONTENTS: Readonly<
-  Record<number, readonly [ContentsField, number, (r: WireReader) => unknown]>
-> = {
+const CONTENTS: Readonly<Record<number, readonly [string, number, (r: WireReader) => unknown]>> = {
   1: ['bool_contents', VARINT, (r) => r.varint() !== 0n],
   2: ['int_contents', VARINT, (r) => Number(BigInt.asIntN(32, r.varint()))],
   3: ['int64_contents', VARINT, (r) => BigInt.asIntN(64, r.varint()).toString()],
@@ -42,18 +41,8 @@ const CONTENTS: Readonly<
   8: ['bytes_contents', LEN, (r) => r.bytes()],
 };
 
-type ContentsField =
-  | 'bool_contents'
-  | 'int_contents'
-  | 'int64_contents'
-  | 'uint_contents'
-  | 'uint64_contents'
-  | 'fp32_contents'
-  | 'fp64_contents'
-  | 'bytes_contents';
-
 /** Which InferTensorContents field carries each v2 datatype (FP16 and BF16 travel raw only). */
-const CONTENTS_FIELD: Readonly<Record<string, ContentsField>> = {
+const CONTENTS_FIELD: Readonly<Record<string, string>> = {
   BOOL: 'bool_contents',
   INT8: 'int_contents',
   INT16: 'int_contents',
