@@ -177,7 +177,16 @@ export class JobQueue<I, O> {
 
     const finite = timeoutMs !== undefined && Number.isFinite(timeoutMs);
     const deadline = finite ? now + timeoutMs : undefined;
-    const job = new QueuedJob<I, O>(id, input, now, deadline, bucket, options.signal, this.hooks);
+    const job = new QueuedJob<I, O>(
+      id,
+      input,
+      now,
+      deadline,
+      bucket,
+      options.signal,
+      this.hooks,
+      options.onChunk,
+    );
     job.state = 'queued';
     this.pending++;
     if (finite) {
@@ -234,6 +243,27 @@ export class JobQueue<I, O> {
         signal.addEventListener('abort', consumer.onAbort, { once: true });
       }
     });
+  }
+
+  /**
+   * Takes queued jobs now, oldest first, while `fits` accepts them, up to `maxSize`; never
+   * waits. The first job that does not fit holds back those behind it (first come, first
+   * served). A rolling loop admits jobs with it between its steps.
+   */
+  takeNow(maxSize: number, fits: (input: I) => boolean = () => true): Job<I, O>[] {
+    const jobs: QueuedJob<I, O>[] = [];
+    for (let job = this.queued.oldest(); job && jobs.length < maxSize; job = this.queued.oldest()) {
+      if (!fits(job.input)) break;
+      this.queued.remove(job);
+      job.state = 'taken';
+      this.clearDeadline(job);
+      jobs.push(job);
+    }
+    if (jobs.length === 0) return jobs;
+    this.pending -= jobs.length;
+    for (const job of jobs) this.events.emitJob('taken', job);
+    this.checkDrained();
+    return jobs;
   }
 
   /** Refuses new jobs (CLOSED, or `reason`); queued jobs stay for workers to drain. */

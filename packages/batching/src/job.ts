@@ -30,6 +30,8 @@ export interface Job<I, O> {
   readonly bucket: BucketKey | undefined;
   /** Aborts when the caller cancels, so a worker can skip or stop the work. */
   readonly signal: AbortSignal | undefined;
+  /** Where a streaming job's pieces go (JobOptions.onChunk). */
+  readonly onChunk?: ((chunk: unknown) => void | Promise<void>) | undefined;
   /**
    * Calls `listener` once when the caller cancels the job; returns what stops listening. The
    * cheap form of `signal`, which costs an AbortController per job once asked for.
@@ -95,6 +97,7 @@ export class QueuedJob<I, O> implements Job<I, O> {
     readonly bucket: BucketKey | undefined,
     private readonly callerSignal: AbortSignal | undefined,
     private readonly hooks: JobHooks<I, O>,
+    readonly onChunk?: ((chunk: unknown) => void | Promise<void>) | undefined,
   ) {
     this.result = new Promise<O>((resolve, reject) => {
       this.resolveResult = resolve;

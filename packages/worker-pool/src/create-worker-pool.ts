@@ -8,6 +8,7 @@ import {
   type ServingInput,
   type ServingOutput,
   type Translator,
+  type WorkerKind,
   formatDevice,
   parseDevice,
   sequenceBatchingFrom,
@@ -62,7 +63,11 @@ export interface WorkerPoolOptions<M, I = ServingInput> {
   readonly onLocated?: () => void;
 }
 
-/** Creates a pool and starts its minimum of workers; rejects if they cannot start. */
+/**
+ * Creates a pool and starts its minimum of workers; rejects if they cannot start. A model
+ * whose workers decode step by step (`option.rolling_batch`) is refused: its jobs are
+ * generations, not tensors (see createGenerationPool).
+ */
 export function createWorkerPool(
   options: WorkerPoolOptions<ModelRecipe, ServingInput>,
 ): Promise<WorkerPool<ServingInput, ServingOutput>>;
@@ -78,6 +83,13 @@ export async function createWorkerPool<I, O>(
     return pool;
   }
   const planned = await planRecipe(options.model, options.onLocated);
+  if (planned.workerKind === 'step') {
+    if (planned.kind === 'shared') await planned.model.dispose();
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      'the model generates text step by step (option.rolling_batch): create it with createGenerationPool',
+    );
+  }
   const properties =
     planned.kind === 'shared' ? planned.model.properties : planned.recipe.load.request.properties;
   // serving.properties' batchifier=bucket: the queue gives each length bucket its own batches.
@@ -90,6 +102,7 @@ export async function createWorkerPool<I, O>(
     const pool = sharedPool(
       { ...recipeOptions, model: { shared: model, translator } },
       {
+        kind: planned.workerKind,
         release: () => model.dispose(),
         computesElsewhere: true,
         warmup: servingWarmup(warmupRequest(resolveWorkerPoolSettings(options.settings))),
@@ -181,6 +194,7 @@ async function startInlinePool(
       },
     },
     {
+      kind: planned.workerKind,
       release: () => model.dispose(),
       placement: { kind: 'inline', ...placement },
       oneWorker: true,
@@ -201,6 +215,7 @@ function isShared<I, O>(
 function sharedPool<I, O>(
   options: WorkerPoolOptions<SharedModel<I, O>, I>,
   extra: {
+    kind?: WorkerKind;
     release?: () => Promise<void>;
     placement?: PlacementReport;
     oneWorker?: boolean;
@@ -221,6 +236,7 @@ function sharedPool<I, O>(
   const warm = extra.warmup;
   return new WorkerPool({
     name: options.name ?? shared.name,
+    kind: extra.kind,
     settings: serveSettings(resolveWorkerPoolSettings(options.settings), shared),
     devices: [device],
     backends: {
@@ -292,6 +308,7 @@ function threadPool(
   };
   return new WorkerPool({
     name: options.name ?? recipe.load.request.name,
+    kind: planned.workerKind,
     settings,
     devices: (options.devices ?? [CPU]).map(toDevice),
     backends,

@@ -1,8 +1,27 @@
-import type { GenerationJob, GenerationOutput } from '@kiln/batching';
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import {
+  type GenerationJob,
+  type GenerationOutput,
+  type StepModelInfo,
+  checkGenerationJob,
+} from '@kiln/batching';
+import {
+  CPU,
+  KilnError,
+  KilnErrorCode,
+  formatDevice,
+  parseDevice,
+  rollingBatchSettings,
+  type RollingBatchSettings,
+} from '@kiln/core';
 import type { WorkerPoolOptions } from './create-worker-pool.js';
+import type { PoolWorker } from './pool-worker.js';
+import { planRecipe } from './recipe-plan.js';
+import { resolveWorkerPoolSettings } from './settings.js';
+import { StepWorker, stepBackend } from './step-worker.js';
+import { ThreadBackend } from './thread-backend.js';
+import { TokenizerThread } from './tokenizer-thread.js';
 import type { ModelRecipe } from './worker-protocol.js';
-import type { WorkerPool } from './worker-pool.js';
+import { WorkerPool, type WorkerPoolInit } from './worker-pool.js';
 
 /** Text generation over every step worker of a pool, summed. */
 export interface GenerationStats {
@@ -23,7 +42,7 @@ export interface GenerationStep {
   readonly prefillTokens: number;
   /** The step's round trip, as the rolling loop on the main thread saw it. */
   readonly ms: number;
-  /** The step on the worker's thread (decoder, sampling, detokenizing). */
+  /** The step on the worker's thread (decoder, sampling, detokenizing); `ms - hostMs` is messaging. */
   readonly hostMs: number;
 }
 
@@ -36,19 +55,160 @@ export interface GenerationPool extends WorkerPool<GenerationJob, GenerationOutp
   /** Tokenizes a prompt on the pool's prompt-tokenizer thread. */
   encode(prompt: string): Promise<number[]>;
   readonly eosTokenId: number | undefined;
-  /** The model's limits, known once a worker is ready (maxSequenceLength 0 until then). */
+  /**
+   * Most tokens (prompt + max_new_tokens) one job may hold, known once a worker is ready
+   * (0 until then): the model's longest sequence, or a worker's cache budget if smaller.
+   */
   readonly limits: { readonly maxSequenceLength: number; readonly maxNewTokensDefault?: number };
   generation(): GenerationStats;
   /** Called after each step of any worker; returns what stops listening. */
   onStep(listener: (step: GenerationStep) => void): () => void;
 }
 
-/** Creates a pool of step workers for a recipe whose engine's workers step (see workerKindFor). */
-export function createGenerationPool(
+/**
+ * Creates a pool of step workers for a recipe whose engine's workers decode step by step
+ * (serving.properties' `option.rolling_batch`, see workerKindFor), and starts its minimum of
+ * workers. Each worker is a thread of its own holding a copy of the model (placement thread);
+ * the pool also starts one thread for tokenizing prompts, ended at shutdown.
+ */
+export async function createGenerationPool(
   options: WorkerPoolOptions<ModelRecipe, GenerationJob>,
 ): Promise<GenerationPool> {
-  void options;
-  return Promise.reject(
-    new KilnError(KilnErrorCode.Internal, 'createGenerationPool is not implemented yet'),
+  const planned = await planRecipe(options.model, options.onLocated);
+  if (planned.kind === 'shared' || planned.workerKind !== 'step') {
+    if (planned.kind === 'shared') await planned.model.dispose();
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `the model's workers run ${planned.workerKind}, not step: text generation needs option.rolling_batch on an engine that decodes step by step`,
+    );
+  }
+  const { recipe, sharedHost } = planned;
+  const settings = resolveWorkerPoolSettings(options.settings);
+  const prompts = await TokenizerThread.start(recipe.load.request.modelDir);
+  const pool = new StepPool(
+    {
+      name: options.name ?? recipe.load.request.name,
+      kind: 'step',
+      settings,
+      devices: (options.devices ?? [CPU]).map((d) => (typeof d === 'string' ? parseDevice(d) : d)),
+      backends: {
+        create: ({ label, device, threads, cores }) =>
+          stepBackend(
+            new ThreadBackend({
+              init: {
+                kind: 'step',
+                recipe,
+                device: formatDevice(device),
+                threads,
+                pinCores: sharedHost ? undefined : cores,
+                nice: settings.workerNice,
+              },
+              label,
+              transferInputs: false,
+              sharedHost,
+            }),
+          ),
+      },
+      clock: options.clock,
+      release: () => prompts.close(),
+      placement: {
+        kind: 'thread',
+        reason: 'a step worker keeps its sequences on a thread of its own',
+      },
+    },
+    prompts,
+    rollingBatchSettings(recipe.load.request.properties),
   );
+  await pool.start();
+  return pool;
+}
+
+/** A WorkerPool whose workers are StepWorkers: generation jobs in, GenerationOutput out. */
+class StepPool extends WorkerPool<GenerationJob, GenerationOutput> implements GenerationPool {
+  private readonly stepListeners = new Set<(step: GenerationStep) => void>();
+  private knownModel: StepModelInfo | undefined;
+
+  constructor(
+    init: WorkerPoolInit<GenerationJob, GenerationOutput>,
+    private readonly prompts: TokenizerThread,
+    private readonly rolling: RollingBatchSettings,
+  ) {
+    super(init);
+  }
+
+  get eosTokenId(): number | undefined {
+    return this.prompts.eosTokenId;
+  }
+
+  get limits(): { readonly maxSequenceLength: number } {
+    return { maxSequenceLength: this.maxTokens() ?? 0 };
+  }
+
+  encode(prompt: string): Promise<number[]> {
+    return this.prompts.encode(prompt);
+  }
+
+  generation(): GenerationStats {
+    const totals = {
+      active: 0,
+      waiting: this.stats().queueDepth,
+      cacheTokensUsed: 0,
+      cacheBytesUsed: 0,
+      cacheTokensBudget: 0,
+      steps: 0,
+      tokensGenerated: 0,
+    };
+    for (const worker of this.stepWorkers()) {
+      const stats = worker.rolling?.stats();
+      if (!stats) continue;
+      totals.active += stats.active;
+      totals.cacheTokensUsed += stats.cacheTokensUsed;
+      totals.cacheBytesUsed += stats.cacheBytesUsed;
+      totals.cacheTokensBudget += stats.cacheTokensBudget;
+      totals.steps += stats.steps;
+      totals.tokensGenerated += stats.tokensGenerated;
+    }
+    return totals;
+  }
+
+  onStep(listener: (step: GenerationStep) => void): () => void {
+    this.stepListeners.add(listener);
+    return () => this.stepListeners.delete(listener);
+  }
+
+  protected override newWorker(
+    ...parts: ConstructorParameters<typeof PoolWorker<GenerationJob, GenerationOutput>>
+  ): PoolWorker<GenerationJob, GenerationOutput> {
+    return new StepWorker(...parts).configure({
+      ...this.rolling,
+      onStep: (step) => {
+        for (const listener of this.stepListeners) listener(step);
+      },
+    });
+  }
+
+  /** A job that can never run fails at submit (INVALID_INPUT), once a worker told the limits. */
+  protected override inputProblem(input: GenerationJob): KilnError | undefined {
+    const model = this.model();
+    return checkGenerationJob(input, { vocabSize: model?.vocabSize, maxTokens: this.maxTokens() });
+  }
+
+  private stepWorkers(): StepWorker[] {
+    return this.allWorkers().filter((w): w is StepWorker => w instanceof StepWorker);
+  }
+
+  /** The model as the first ready worker reported it; kept when workers come and go. */
+  private model(): StepModelInfo | undefined {
+    for (const worker of this.allWorkers()) this.knownModel ??= worker.facts?.step;
+    return this.knownModel;
+  }
+
+  /** The model's longest sequence, or a worker's cache budget when it holds fewer tokens. */
+  private maxTokens(): number | undefined {
+    const model = this.model();
+    const bytes = this.rolling.maxKvCacheBytes;
+    if (!model) return undefined;
+    if (bytes === undefined) return model.maxSequenceLength;
+    return Math.min(model.maxSequenceLength, Math.floor(bytes / model.cacheBytesPerToken));
+  }
 }

@@ -1,8 +1,11 @@
 // Entry of a host thread: each worker it hosts loads the model from the pool's resolved
-// recipe, owns one Predictor and runs the batches the pool sends. A thread hosts one worker,
+// recipe, owns one Predictor and runs the batches the pool sends — or, a step worker, owns the
+// model's step decoder with its samplers and detokenizers and runs the steps its rolling loop
+// sends. A thread hosts one worker,
 // or every worker of an engine that loads in one thread per process (tfjs-node). Nothing is
 // shared with the main thread but messages.
 import { parentPort, threadId } from 'node:worker_threads';
+import { SequenceStepper, type StepRequest } from '@kiln/batching';
 import {
   KilnError,
   KilnErrorCode,
@@ -16,6 +19,7 @@ import {
   TransferList,
   type TransferMode,
   loadResolvedModel,
+  loadTextTokenizer,
   servingInputFromMessage,
   servingOutputToMessage,
 } from '@kiln/core';
@@ -31,7 +35,9 @@ const port = parentPort!;
 
 interface HostedWorker {
   readonly model: Model;
-  predictor: Predictor<ServingInput, ServingOutput>;
+  /** A forward worker's; a step worker has a stepper instead. */
+  predictor?: Predictor<ServingInput, ServingOutput>;
+  stepper?: SequenceStepper;
   readonly aborts: Map<number, AbortController>;
   timings: PredictTimings | undefined;
 }
@@ -73,22 +79,26 @@ async function start(id: number, init: WorkerInit): Promise<void> {
     registry,
   );
   try {
-    // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
-    const translator = await servingTranslator(model, init.recipe.translator);
-    const hosted: Partial<HostedWorker> & Omit<HostedWorker, 'predictor'> = {
-      model,
-      aborts: new Map(),
-      timings: undefined,
-    };
-    hosted.predictor = await Predictor.create(model, translator, {
+    const hosted: HostedWorker = { model, aborts: new Map(), timings: undefined };
+    const contextOptions = {
       ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
       ...(cpuCores ? { cpuCores } : {}),
-      onTimings: (t) => (hosted.timings = t),
-    });
-    const forwardProbe = init.probe
-      ? await probeForward(model, hosted.predictor, init.probe)
-      : undefined;
-    workers.set(id, hosted as HostedWorker);
+    };
+    if (init.kind === 'step') {
+      hosted.stepper = await startStepper(model, load.request.modelDir, contextOptions);
+    } else {
+      // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
+      const translator = await servingTranslator(model, init.recipe.translator);
+      hosted.predictor = await Predictor.create(model, translator, {
+        ...contextOptions,
+        onTimings: (t) => (hosted.timings = t),
+      });
+    }
+    const forwardProbe =
+      init.probe && hosted.predictor
+        ? await probeForward(model, hosted.predictor, init.probe)
+        : undefined;
+    workers.set(id, hosted);
     post({
       type: 'ready',
       worker: id,
@@ -102,11 +112,50 @@ async function start(id: number, init: WorkerInit): Promise<void> {
         model: model.describe(),
         signature: signatureOf(model),
         ...(forwardProbe ? { forwardProbe } : {}),
+        ...(hosted.stepper ? { step: hosted.stepper.info } : {}),
       },
     });
   } catch (error) {
     await model.dispose();
     throw error;
+  }
+}
+
+/** A step worker's decoder, with the folder's tokenizer for its streaming detokenizers. */
+async function startStepper(
+  model: Model,
+  modelDir: string,
+  options: { intraOpThreads?: number; cpuCores?: readonly number[] },
+): Promise<SequenceStepper> {
+  if (!model.newStepDecoder)
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `${model.engine} models do not decode step by step (option.rolling_batch)`,
+    );
+  const tokenizer = await loadTextTokenizer(modelDir);
+  const decoder = await model.newStepDecoder(options);
+  // Exported models may pad their logits past the vocabulary (GPT-2's 50257 to 50304).
+  if (tokenizer.vocabSize > decoder.vocabSize) {
+    await decoder.close?.();
+    throw new KilnError(
+      KilnErrorCode.ModelLoadFailed,
+      `the tokenizer has ${tokenizer.vocabSize} tokens but the model's logits only ${decoder.vocabSize}`,
+    );
+  }
+  return new SequenceStepper(decoder, tokenizer);
+}
+
+/** Runs one step of a step worker; a failed step fails only its sequences (on the main side). */
+async function runStep(workerId: number, id: number, request: StepRequest): Promise<void> {
+  try {
+    const stepper = workers.get(workerId)?.stepper;
+    if (!stepper)
+      throw new KilnError(KilnErrorCode.Internal, `step worker ${workerId} is not hosted here`);
+    const reply = await stepper.step(request);
+    post({ type: 'stepped', worker: workerId, id, ...reply }, [reply.tokens.buffer as ArrayBuffer]);
+  } catch (error) {
+    const failure = KilnError.wrap(error, KilnErrorCode.EngineError, 'the step failed');
+    post({ type: 'step-failed', worker: workerId, id, error: failure.toJSON() });
   }
 }
 
@@ -168,7 +217,7 @@ async function runBatch(
   messages: readonly ServingInputMessage[],
 ): Promise<void> {
   const worker = workers.get(workerId);
-  if (!worker) {
+  if (!worker?.predictor) {
     const error = new KilnError(KilnErrorCode.Internal, `worker ${workerId} is not hosted here`);
     post({ type: 'run-failed', worker: workerId, id, error: error.toJSON() });
     return;
@@ -208,10 +257,10 @@ async function runBatch(
 
 async function endProfiling(workerId: number, id: number, skipRuns: number | undefined) {
   try {
-    const worker = workers.get(workerId);
-    if (!worker)
-      throw new KilnError(KilnErrorCode.Internal, `worker ${workerId} is not hosted here`);
-    const value = await worker.predictor.endProfiling(skipRuns === undefined ? {} : { skipRuns });
+    const predictor = workers.get(workerId)?.predictor;
+    if (!predictor)
+      throw new KilnError(KilnErrorCode.Internal, `worker ${workerId} runs no predictor`);
+    const value = await predictor.endProfiling(skipRuns === undefined ? {} : { skipRuns });
     post({ type: 'profile', worker: workerId, id, result: { ok: true, value } });
   } catch (error) {
     const failure = KilnError.wrap(error, KilnErrorCode.EngineError).toJSON();
@@ -223,7 +272,8 @@ async function stop(workerId: number): Promise<void> {
   const worker = workers.get(workerId);
   workers.delete(workerId);
   if (worker) {
-    await worker.predictor.close().catch(() => undefined);
+    await worker.predictor?.close().catch(() => undefined);
+    await worker.stepper?.close().catch(() => undefined);
     await worker.model.dispose().catch(() => undefined);
   }
   post({ type: 'stopped', worker: workerId });
@@ -246,6 +296,9 @@ port.on('message', (message: ToHost) => {
       return;
     case 'run':
       void runBatch(message.worker, message.id, message.inputs);
+      return;
+    case 'step':
+      void runStep(message.worker, message.id, message);
       return;
     case 'abort':
       workers

@@ -74,8 +74,8 @@ export class PoolWorker<I, O> {
   readonly exited: Promise<void>;
   private current: WorkerState = 'starting';
   private takeController: AbortController | undefined;
-  private dead: KilnError | undefined;
-  private terminating = false;
+  protected dead: KilnError | undefined;
+  protected terminating = false;
   private finished = false;
   private inFlight: readonly Job<I, O>[] = [];
   private batchController: AbortController | undefined;
@@ -90,11 +90,11 @@ export class PoolWorker<I, O> {
     /** Position in its group, stable across replacement: picks the cores it is pinned to. */
     readonly slot: number,
     readonly label: string,
-    private readonly backend: WorkerBackend<I, O>,
-    private readonly queue: JobQueue<I, O>,
-    private readonly clock: Clock,
+    protected readonly backend: WorkerBackend<I, O>,
+    protected readonly queue: JobQueue<I, O>,
+    protected readonly clock: Clock,
     private readonly options: PoolWorkerOptions,
-    private readonly hooks: PoolWorkerHooks<I, O>,
+    protected readonly hooks: PoolWorkerHooks<I, O>,
   ) {
     this.exited = new Promise((resolve) => (this.resolveExited = resolve));
   }
@@ -144,20 +144,14 @@ export class PoolWorker<I, O> {
     this.takeController?.abort();
     this.lifetime.abort();
     const closed = new KilnError(KilnErrorCode.Closed, `${this.label} was stopped`);
-    for (const job of this.inFlight) job.reject(closed);
+    for (const job of this.jobsInFlight()) job.reject(closed);
     this.batchController?.abort(closed);
     await this.backend.terminate().catch(() => undefined);
     if (this.current !== 'starting') this.finish('stopped', undefined, 'run');
   }
 
   private async serve(): Promise<void> {
-    while (!this.dead && !this.terminating) {
-      if (this.leaving && !this.hooks.mustDrain(this)) break;
-      this.setState('idle');
-      const jobs = await this.take();
-      if (jobs.length === 0) break; // stopped, retired, dead, or the queue is closed and empty
-      await this.runBatch(jobs);
-    }
+    await this.serveJobs();
     if (this.finished) return;
     this.setState('stopping');
     if (this.dead) {
@@ -169,11 +163,32 @@ export class PoolWorker<I, O> {
     }
   }
 
-  private async take(): Promise<Job<I, O>[]> {
-    const batching = {
+  /** Takes and runs batches until the worker leaves, dies or the queue is closed and empty. */
+  protected async serveJobs(): Promise<void> {
+    while (!this.dead && !this.terminating) {
+      if (this.leaving && !this.hooks.mustDrain(this)) break;
+      this.setState('idle');
+      const jobs = await this.take();
+      if (jobs.length === 0) break; // stopped, retired, dead, or the queue is closed and empty
+      await this.runBatch(jobs);
+    }
+  }
+
+  /** The jobs it runs now: a terminated worker fails them. */
+  protected jobsInFlight(): readonly Job<I, O>[] {
+    return this.inFlight;
+  }
+
+  /**
+   * Waits for the next batch (`batching`, or the pool's batch size and delay); an idle worker
+   * past max_idle_time leaves meanwhile when its group allows.
+   */
+  protected async take(
+    batching = {
       maxSize: this.options.batching.batchSize,
       maxDelayMs: this.options.batching.maxBatchDelayMs,
-    };
+    },
+  ): Promise<Job<I, O>[]> {
     if (this.leaving) return this.takeWhileLeaving(batching);
     // A worker serving a busy model finds work waiting: no idle timer to arm and clear.
     const ms = this.options.maxIdleTimeMs;
@@ -397,7 +412,7 @@ export class PoolWorker<I, O> {
     this.finish('failed', this.dead, 'run');
   }
 
-  private expire(job: Job<I, O>): void {
+  protected expire(job: Job<I, O>): void {
     if (job.settled) return;
     const limit = job.deadline === undefined ? 0 : job.deadline - job.enqueuedAt;
     job.reject(
@@ -444,7 +459,7 @@ export class PoolWorker<I, O> {
     });
   }
 
-  private setState(state: WorkerState): void {
+  protected setState(state: WorkerState): void {
     const previous = this.current;
     if (previous === state || (this.finished && state !== 'stopped' && state !== 'failed')) return;
     this.current = state;

@@ -7,6 +7,7 @@ import {
   type ServingOutput,
   type Translator,
   type TranslatorFactory,
+  type WorkerKind,
   assertTranslator,
   loadEngineCatalog,
   type ResolvedModelLoad,
@@ -14,6 +15,7 @@ import {
   resolveModelLoad,
   resolveTranslator,
   withRawTensorPath,
+  workerKindFor,
 } from '@kiln/core';
 import { withConfiguredBatchifier } from './serving-translator.js';
 import type { ModelRecipe, ResolvedRecipe } from './worker-protocol.js';
@@ -23,12 +25,14 @@ export type PlannedRecipe =
   | {
       /** An async engine: loaded once here, its workers share it on this thread. */
       readonly kind: 'shared';
+      readonly workerKind: WorkerKind;
       readonly model: Model;
       readonly translator: Translator<ServingInput, ServingOutput>;
     }
   | {
       /** A blocking engine: each worker loads the resolved recipe on a host thread. */
       readonly kind: 'threads';
+      readonly workerKind: WorkerKind;
       readonly recipe: ResolvedRecipe;
       /** The engine's name when it loads in one thread per process: its workers share one. */
       readonly sharedHost: string | undefined;
@@ -54,11 +58,16 @@ export async function planRecipe(
   });
   onLocated?.();
   const provider = load.engineName === undefined ? undefined : providerFor(load.engineName);
+  // What its workers run, as its engine declares and serving.properties picks.
+  const workerKind = workerKindFor(
+    provider ?? { name: load.engineName ?? 'its engine', workerKinds: undefined },
+    load.request.properties,
+  );
   if (provider?.execution === 'async') {
     const model = await loadResolvedModel(load, registry);
     try {
       const translator = await servingTranslator(model, recipe.translator);
-      return { kind: 'shared', model, translator };
+      return { kind: 'shared', workerKind, model, translator };
     } catch (error) {
       await model.dispose();
       throw error;
@@ -66,6 +75,7 @@ export async function planRecipe(
   }
   return {
     kind: 'threads',
+    workerKind,
     recipe: {
       load,
       engines: enginesFor(load, catalog) ?? recipe.engines,

@@ -1,3 +1,4 @@
+import type { StepReply, StepRequest } from '@kiln/batching';
 import {
   KilnError,
   KilnErrorCode,
@@ -54,6 +55,7 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
   private stopping = false;
   private onStopped: (() => void) | undefined;
   private readonly profiles = new Map<number, PendingProfile>();
+  private readonly steps = new Map<number, PendingStep>();
   private readonly deathListeners: ((error: KilnError) => void)[] = [];
 
   constructor(private readonly options: ThreadBackendOptions) {}
@@ -129,6 +131,21 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
       },
       { once: true },
     );
+  }
+
+  /** A step worker's step on its thread. */
+  step(request: StepRequest): Promise<StepReply> {
+    const host = this.host;
+    if (!host || this.starting)
+      return Promise.reject(
+        new KilnError(KilnErrorCode.WorkerCrashed, `${this.options.label} is not running`),
+      );
+    const id = this.nextRunId++;
+    return new Promise((resolve, reject) => {
+      this.steps.set(id, { resolve, reject });
+      const { opens, entries, releases } = request;
+      this.post({ type: 'step', worker: this.hostedAs, id, opens, entries, releases });
+    });
   }
 
   /** Ends the engine's per-operator profile on the worker's thread (ONNX Runtime profiling). */
@@ -240,6 +257,18 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         );
         return;
       }
+      case 'stepped': {
+        const step = this.steps.get(message.id);
+        this.steps.delete(message.id);
+        step?.resolve(message);
+        return;
+      }
+      case 'step-failed': {
+        const step = this.steps.get(message.id);
+        this.steps.delete(message.id);
+        step?.reject(KilnError.fromJSON(message.error));
+        return;
+      }
       case 'profile': {
         const profile = this.profiles.get(message.id);
         this.profiles.delete(message.id);
@@ -264,8 +293,10 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     const pending = this.pending;
     this.pending = undefined;
     pending?.reject(error);
-    for (const profile of this.profiles.values()) profile.reject(error);
+    for (const waiting of [...this.profiles.values(), ...this.steps.values()])
+      waiting.reject(error);
     this.profiles.clear();
+    this.steps.clear();
   }
 
   /** The host thread ended (or this worker was terminated): fail what waits, report death. */
@@ -291,6 +322,11 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
 
 interface PendingProfile {
   resolve(value: unknown): void;
+  reject(error: KilnError): void;
+}
+
+interface PendingStep {
+  resolve(reply: StepReply): void;
   reject(error: KilnError): void;
 }
 

@@ -1,3 +1,4 @@
+import type { StepReply, StepRequest } from '@kiln/batching';
 import type { KilnError, PredictResult, PredictTimings } from '@kiln/core';
 import type { WorkerFacts } from './worker-protocol.js';
 
@@ -27,6 +28,11 @@ export interface WorkerBackend<I, O> {
    * itself failed (its thread died, its engine failed as a whole): it must then be replaced.
    */
   run(inputs: readonly I[], signal: AbortSignal): Promise<BatchRun<O>>;
+  /**
+   * A step worker's step (see StepRequest); rejects with the step's own error, or with
+   * WORKER_CRASHED once the worker is gone. One step in flight at a time.
+   */
+  step?(request: StepRequest): Promise<StepReply>;
   /** Ends the engine's per-operator profile of this worker's context (ONNX Runtime profiling). */
   endProfiling(options: { skipRuns?: number }): Promise<unknown>;
   /** Registers the listener called once when the worker dies on its own, even while idle. */

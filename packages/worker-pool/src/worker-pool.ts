@@ -187,7 +187,7 @@ export class WorkerPool<I, O> {
    * `cancel()` it. A full queue fails `result` at once with QUEUE_FULL.
    */
   submit(input: I, options: SubmitOptions = {}): JobHandle<O> {
-    const refusal = this.refusal();
+    const refusal = this.refusal() ?? this.inputProblem(input);
     if (refusal) {
       this.dropped('rejected', 0, refusal);
       return refusedHandle(refusal);
@@ -370,7 +370,7 @@ export class WorkerPool<I, O> {
       threads: cores ? { ...threads, cores: cores.length, cpuWorkers: 1 } : threads,
       cores,
     });
-    return new PoolWorker(
+    return this.newWorker(
       id,
       slot,
       label,
@@ -396,6 +396,22 @@ export class WorkerPool<I, O> {
         },
       },
     );
+  }
+
+  /** Builds a worker; pools whose workers run something else than batches make their own. */
+  protected newWorker(...parts: ConstructorParameters<typeof PoolWorker<I, O>>): PoolWorker<I, O> {
+    return new PoolWorker(...parts);
+  }
+
+  /** Why an input is refused at submit, before it is queued (none here). */
+  protected inputProblem(input: I): KilnError | undefined {
+    void input;
+    return undefined;
+  }
+
+  /** Every worker of every group. */
+  protected allWorkers(): PoolWorker<I, O>[] {
+    return this.groups.flatMap((g) => [...g.workers]);
   }
 
   /**

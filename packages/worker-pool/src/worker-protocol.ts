@@ -1,3 +1,4 @@
+import type { StepModelInfo, StepReply, StepRequest } from '@kiln/batching';
 import type {
   Model,
   ResolvedModelLoad,
@@ -6,6 +7,7 @@ import type {
   SerializedKilnError,
   ServingInputMessage,
   ServingOutputMessage,
+  WorkerKind,
 } from '@kiln/core';
 import type { PinResult } from './cpu-pinning.js';
 import type { ForwardProbe, ForwardProbeRequest } from './forward-probe.js';
@@ -48,6 +50,11 @@ export interface ResolvedRecipe {
 
 /** What one worker on a host thread is started with. */
 export interface WorkerInit {
+  /**
+   * `step`: the worker holds the model's step decoder, its samplers and its streaming
+   * detokenizers, and runs steps (see StepRequest); otherwise a Predictor running batches.
+   */
+  readonly kind?: WorkerKind;
   readonly recipe: ResolvedRecipe;
   /** Device name as DJL writes it (`cpu`, `gpu0`). */
   readonly device: string;
@@ -84,6 +91,8 @@ export interface WorkerFacts {
   readonly forwardProbe?: ForwardProbe;
   /** What its warm-up ran before it was ready, or why it ran nothing (see warmUp). */
   readonly warmup?: WarmupReport;
+  /** A step worker's model: its vocabulary, longest sequence and cache cost. */
+  readonly step?: StepModelInfo;
 }
 
 export type ResultMessage =
@@ -99,6 +108,7 @@ export type ToHost =
       readonly id: number;
       readonly inputs: readonly ServingInputMessage[];
     }
+  | ({ readonly type: 'step'; readonly worker: number; readonly id: number } & StepRequest)
   | { readonly type: 'abort'; readonly worker: number; readonly id: number }
   | {
       readonly type: 'end-profiling';
@@ -121,6 +131,13 @@ export type FromHost =
     }
   | {
       readonly type: 'run-failed';
+      readonly worker: number;
+      readonly id: number;
+      readonly error: SerializedKilnError;
+    }
+  | ({ readonly type: 'stepped'; readonly worker: number; readonly id: number } & StepReply)
+  | {
+      readonly type: 'step-failed';
       readonly worker: number;
       readonly id: number;
       readonly error: SerializedKilnError;

@@ -9,9 +9,10 @@ import {
 import { type Clock, systemClock } from '../clock.js';
 import type { FinishReason } from './generation-job.js';
 
-/** DJL LMI's defaults: `max_rolling_batch_size` 32, `max_rolling_batch_prefill_tokens` 4096. */
-export const DEFAULT_MAX_ROLLING_BATCH_SIZE = 32;
-export const DEFAULT_MAX_ROLLING_BATCH_PREFILL_TOKENS = 4096;
+import {
+  DEFAULT_MAX_ROLLING_BATCH_PREFILL_TOKENS,
+  DEFAULT_MAX_ROLLING_BATCH_SIZE,
+} from './rolling-loop.js';
 
 export interface RollingSchedulerOptions {
   /** Most sequences decoding at once (`option.max_rolling_batch_size`). */

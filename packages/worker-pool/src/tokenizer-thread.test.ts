@@ -2,8 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GPT2_END_OF_TEXT, KilnErrorCode, TokenTextStream, loadTextTokenizer } from '@kiln/core';
-import { startInferenceThread } from '@kiln/worker-pool';
+import { GPT2_END_OF_TEXT, KilnErrorCode, loadTextTokenizer } from '@kiln/core';
 import { TokenizerThread } from './tokenizer-thread.js';
 
 /** GPT-2's byte → printable character table (bytes_to_unicode). */
@@ -33,7 +32,7 @@ let thread: TokenizerThread;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'kiln-tokenizer-thread-'));
   await writeGpt2Files(dir);
-  thread = await TokenizerThread.start(dir, startInferenceThread);
+  thread = await TokenizerThread.start(dir);
 });
 
 afterAll(async () => {
@@ -49,28 +48,11 @@ describe('TokenizerThread', () => {
     expect(await thread.encode(TEXT)).toEqual(here.encode(TEXT));
   });
 
-  it('streams text token by token, never splitting a UTF-8 character', async () => {
-    const here = await loadTextTokenizer(dir);
-    const tokens = here.encode(TEXT);
-    const reference = new TokenTextStream(here);
-    const expected = tokens.map((t) => reference.push(t));
-    // Two generations interleaved, their tokens pushed in the same tick (one message).
-    const [a, b] = [thread.stream(), thread.stream()];
-    const pieces = await Promise.all(tokens.flatMap((t) => [a.push(t), b.push(t)]));
-    a.end();
-    b.end();
-    const ofA = pieces.filter((_, i) => i % 2 === 0);
-    expect(ofA).toEqual(expected);
-    expect(pieces.filter((_, i) => i % 2 === 1)).toEqual(expected);
-    expect(ofA.join('')).toBe(TEXT);
-    for (const piece of ofA) expect(piece).not.toContain('\uFFFD');
-  });
-
   it('answers errors of the tokenizer, and of a folder without one, as KilnErrors', async () => {
     const chars = await mkdtemp(join(tmpdir(), 'kiln-tokenizer-thread-chars-'));
     try {
       await writeFile(join(chars, 'vocab.json'), JSON.stringify(['a', 'b']));
-      const charThread = await TokenizerThread.start(chars, startInferenceThread);
+      const charThread = await TokenizerThread.start(chars);
       await expect(charThread.encode('abc')).rejects.toMatchObject({
         code: KilnErrorCode.InvalidInput,
         message: expect.stringMatching(/"c" is not in the model's vocabulary/),
@@ -79,7 +61,7 @@ describe('TokenizerThread', () => {
       await charThread.close();
       await expect(charThread.encode('ab')).rejects.toMatchObject({ code: KilnErrorCode.Closed });
       await rm(join(chars, 'vocab.json'));
-      await expect(TokenizerThread.start(chars, startInferenceThread)).rejects.toMatchObject({
+      await expect(TokenizerThread.start(chars)).rejects.toMatchObject({
         code: KilnErrorCode.ModelLoadFailed,
       });
     } finally {

@@ -1,0 +1,428 @@
+import { KilnError, KilnErrorCode, StopText, checkSamplingParams } from '@kiln/core';
+import { type Clock, systemClock } from '../clock.js';
+import type { Job } from '../job.js';
+import type {
+  FinishReason,
+  GenerationChunk,
+  GenerationJob,
+  GenerationOutput,
+} from './generation-job.js';
+import type {
+  SequenceEntry,
+  SequenceOpen,
+  StepModelInfo,
+  StepRequest,
+  StepRunner,
+} from './step-protocol.js';
+
+/** DJL LMI's defaults: `max_rolling_batch_size` 32, `max_rolling_batch_prefill_tokens` 4096. */
+export const DEFAULT_MAX_ROLLING_BATCH_SIZE = 32;
+export const DEFAULT_MAX_ROLLING_BATCH_PREFILL_TOKENS = 4096;
+
+export type GenerationJobOf = Job<GenerationJob, GenerationOutput>;
+
+export interface RollingLoopOptions {
+  /** Most sequences decoding at once (`option.max_rolling_batch_size`). */
+  readonly maxBatchSize?: number | undefined;
+  /** Most prompt tokens fed in one step (`option.max_rolling_batch_prefill_tokens`). */
+  readonly maxPrefillTokens?: number | undefined;
+  /**
+   * Cache budget in tokens over all active sequences. A sequence reserves prompt + max new
+   * tokens when admitted, so a running one never runs out; others wait in the queue. Default:
+   * the batch size times the model's longest sequence.
+   */
+  readonly maxCacheTokens?: number | undefined;
+  /** The queue's clock: a job's times count from its submission. */
+  readonly clock?: Clock | undefined;
+  /** Called once per job the loop took, as it leaves: answered, or settled elsewhere. */
+  readonly onDone?: ((job: GenerationJobOf, outcome: JobOutcome) => void) | undefined;
+}
+
+export type JobOutcome =
+  | { readonly answered: true; readonly output: GenerationOutput; readonly admittedAt: number }
+  | { readonly answered: true; readonly error: KilnError; readonly admittedAt: number }
+  /** Cancelled, timed out or closed meanwhile: someone else answered it. */
+  | { readonly answered: false; readonly admittedAt: number };
+
+export interface RollingLoopStats {
+  readonly active: number;
+  readonly cacheTokensReserved: number;
+  readonly cacheTokensBudget: number;
+  readonly cacheTokensUsed: number;
+  readonly cacheBytesUsed: number;
+  readonly steps: number;
+  readonly tokensGenerated: number;
+}
+
+/** One step, for metrics: `ms` is its round trip seen here, `hostMs` its time with the model. */
+export interface StepReport {
+  readonly sequences: number;
+  readonly prefillTokens: number;
+  readonly ms: number;
+  readonly hostMs: number;
+}
+
+/** Hands the loop queued jobs between steps: up to `max`, while `fits` accepts them. */
+export type TakeJobs = (max: number, fits: (job: GenerationJob) => boolean) => GenerationJobOf[];
+
+interface Sequence {
+  readonly seq: number;
+  readonly job: GenerationJobOf;
+  readonly stopText: StopText;
+  readonly generated: number[];
+  readonly interTokenMs: number[];
+  readonly reserved: number;
+  readonly admittedAt: number;
+  /** Prompt tokens already fed. */
+  fed: number;
+  opened: boolean;
+  done: boolean;
+  /** The job's onChunk promise: the sequence sits out steps until it settles. */
+  held: Promise<void> | undefined;
+  lastTokenAt?: number;
+  firstTokenMs?: number;
+}
+
+/**
+ * Iteration-level ("rolling", "continuous") batching, as in Orca, vLLM and DJL's LMI, for one
+ * step worker: every step it admits queued jobs while slots and cache budget allow, feeds each
+ * decoding sequence its last token and prefilling sequences a chunk of their prompt (at most
+ * `maxPrefillTokens` per step, so a long prompt cannot stall running decodes), streams each
+ * new token, and retires finished sequences at once. The model, the sampling and the
+ * detokenizing are the StepRunner's: only token ids and text pieces come back.
+ */
+export class RollingLoop {
+  readonly maxBatchSize: number;
+  readonly maxPrefillTokens: number;
+  readonly maxCacheTokens: number;
+  private readonly clock: Clock;
+  private readonly active: Sequence[] = [];
+  private readonly opens: SequenceOpen[] = [];
+  private releases: number[] = [];
+  private readonly stepListeners = new Set<(step: StepReport) => void>();
+  private readonly onDone: RollingLoopOptions['onDone'];
+  private reserved = 0;
+  private nextSeq = 1;
+  private steps = 0;
+  private tokensGenerated = 0;
+
+  constructor(
+    private readonly runner: StepRunner,
+    readonly model: StepModelInfo,
+    options: RollingLoopOptions = {},
+  ) {
+    this.maxBatchSize = positive(
+      'maxBatchSize',
+      options.maxBatchSize ?? DEFAULT_MAX_ROLLING_BATCH_SIZE,
+    );
+    this.maxPrefillTokens = positive(
+      'maxPrefillTokens',
+      options.maxPrefillTokens ?? DEFAULT_MAX_ROLLING_BATCH_PREFILL_TOKENS,
+    );
+    this.maxCacheTokens = positive(
+      'maxCacheTokens',
+      options.maxCacheTokens ?? this.maxBatchSize * model.maxSequenceLength,
+    );
+    this.clock = options.clock ?? systemClock;
+    this.onDone = options.onDone;
+  }
+
+  /** Why a job can never run on this model (INVALID_INPUT), if it cannot. */
+  check(job: GenerationJob): KilnError | undefined {
+    return checkGenerationJob(job, {
+      vocabSize: this.model.vocabSize,
+      maxTokens: Math.min(this.model.maxSequenceLength, this.maxCacheTokens),
+    });
+  }
+
+  /** Jobs being decoded. */
+  jobs(): GenerationJobOf[] {
+    return this.active.map((s) => s.job);
+  }
+
+  onStep(listener: (step: StepReport) => void): () => void {
+    this.stepListeners.add(listener);
+    return () => this.stepListeners.delete(listener);
+  }
+
+  stats(): RollingLoopStats {
+    const used = this.active.reduce((n, s) => n + s.fed + s.generated.length, 0);
+    return {
+      active: this.active.length,
+      cacheTokensReserved: this.reserved,
+      cacheTokensBudget: this.maxCacheTokens,
+      cacheTokensUsed: used,
+      cacheBytesUsed: used * this.model.cacheBytesPerToken,
+      steps: this.steps,
+      tokensGenerated: this.tokensGenerated,
+    };
+  }
+
+  /**
+   * Serves `first` and whatever `take` hands over before each step, until no sequence is
+   * left. Every job it took is settled (or was settled elsewhere) when it returns; it never
+   * rejects.
+   */
+  async run(first: readonly GenerationJobOf[], take: TakeJobs): Promise<void> {
+    this.admit(first);
+    for (;;) {
+      this.dropSettled();
+      const free = this.maxBatchSize - this.active.length;
+      if (free > 0) this.admit(take(free, (job) => this.fits(job)));
+      if (this.active.length === 0) break;
+      const { entries, sequences, prefillTokens } = this.plan();
+      if (entries.length === 0) {
+        // Every sequence waits for its reader.
+        await Promise.race(this.active.map((s) => s.held));
+        continue;
+      }
+      const request: StepRequest = {
+        opens: this.opens.splice(0),
+        entries,
+        releases: this.releases.splice(0),
+      };
+      const started = this.clock.now();
+      let reply;
+      try {
+        reply = await this.runner.step(request);
+      } catch (cause) {
+        // A failed step fails the sequences in it; the loop goes on with the others.
+        const error = KilnError.wrap(cause, KilnErrorCode.EngineError, 'the step failed');
+        for (const sequence of sequences) this.retire(sequence, undefined, error);
+        continue;
+      }
+      this.steps++;
+      let k = 0;
+      entries.forEach((entry, i) => {
+        const sequence = sequences[i]!;
+        if (sequence.generated.length === 0) sequence.fed += entry.tokens.length;
+        if (!entry.sample) return;
+        const at = k++;
+        if (sequence.done) return; // cancelled while the step ran
+        this.emit(sequence, reply.tokens[at]!, reply.texts[at] ?? '', reply.logprobs?.[at]);
+      });
+      const ms = this.clock.now() - started;
+      for (const listener of this.stepListeners)
+        listener({ sequences: entries.length, prefillTokens, ms, hostMs: reply.hostMs });
+    }
+    // Free the caches of the sequences that ended last, before the loop waits for more work.
+    if (this.releases.length > 0) {
+      const releases = this.releases.splice(0);
+      await this.runner.step({ opens: [], entries: [], releases }).catch(() => undefined);
+    }
+  }
+
+  /** Fails every job being decoded (the worker is going away). */
+  failAll(error: KilnError): void {
+    for (const sequence of [...this.active]) this.retire(sequence, undefined, error);
+  }
+
+  private fits(job: GenerationJob): boolean {
+    // A job that can never run is taken to be refused, not left blocking the queue.
+    if (this.check(job)) return true;
+    return this.reserved + reserve(job) <= this.maxCacheTokens;
+  }
+
+  private admit(jobs: readonly GenerationJobOf[]): void {
+    const now = this.clock.now();
+    for (const job of jobs) {
+      if (job.settled) continue;
+      const problem = this.check(job.input);
+      if (problem) {
+        job.reject(problem);
+        this.onDone?.(job, { answered: true, error: problem, admittedAt: now });
+        continue;
+      }
+      const sequence: Sequence = {
+        seq: this.nextSeq++,
+        job,
+        stopText: new StopText(job.input.stop ?? []),
+        generated: [],
+        interTokenMs: [],
+        reserved: reserve(job.input),
+        admittedAt: now,
+        fed: 0,
+        opened: false,
+        done: false,
+        held: undefined,
+      };
+      this.reserved += sequence.reserved;
+      this.active.push(sequence);
+      this.opens.push({
+        seq: sequence.seq,
+        sampling: job.input.sampling,
+        logprobs: job.input.logprobs,
+      });
+    }
+  }
+
+  /** Jobs cancelled, timed out or closed since the last step leave and free their slots. */
+  private dropSettled(): void {
+    for (const sequence of [...this.active]) if (sequence.job.settled) this.retire(sequence);
+  }
+
+  /** Decoding sequences feed one token each; prefilling ones share the prompt budget. */
+  private plan(): { entries: SequenceEntry[]; sequences: Sequence[]; prefillTokens: number } {
+    const entries: SequenceEntry[] = [];
+    const sequences: Sequence[] = [];
+    let budget = this.maxPrefillTokens;
+    for (const sequence of this.active) {
+      if (sequence.held) continue;
+      const prompt = sequence.job.input.promptTokens;
+      let tokens: readonly number[];
+      let sample = true;
+      if (sequence.generated.length > 0) {
+        tokens = [sequence.generated[sequence.generated.length - 1]!];
+      } else {
+        if (budget === 0) continue;
+        tokens = prompt.slice(sequence.fed, sequence.fed + budget);
+        budget -= tokens.length;
+        sample = sequence.fed + tokens.length === prompt.length;
+      }
+      sequence.opened = true;
+      entries.push({ seq: sequence.seq, tokens, sample });
+      sequences.push(sequence);
+    }
+    return { entries, sequences, prefillTokens: this.maxPrefillTokens - budget };
+  }
+
+  private emit(sequence: Sequence, token: number, text: string, logprob: number | undefined): void {
+    const { job, generated, stopText } = sequence;
+    if (token === this.model.eosTokenId) {
+      const rest = stopText.flush();
+      // Text held back for a stop string that never came: it goes with the last token.
+      if (rest && generated.length > 0)
+        this.deliver(sequence, {
+          token: generated.at(-1)!,
+          text: rest,
+          index: generated.length - 1,
+        });
+      this.retire(sequence, 'eos');
+      return;
+    }
+    const now = this.clock.now();
+    if (sequence.lastTokenAt === undefined) sequence.firstTokenMs = now - job.enqueuedAt;
+    else sequence.interTokenMs.push(now - sequence.lastTokenAt);
+    sequence.lastTokenAt = now;
+    generated.push(token);
+    this.tokensGenerated++;
+    let shown = stopText.push(text);
+    const ending = stopText.stopped || generated.length >= job.input.maxNewTokens;
+    if (ending && !stopText.stopped) shown += stopText.flush();
+    const chunk: GenerationChunk = {
+      token,
+      text: shown,
+      index: generated.length - 1,
+      ...(job.input.logprobs && logprob !== undefined ? { logprob } : {}),
+    };
+    const handled = this.deliver(sequence, chunk);
+    const end = () => {
+      if (sequence.done) return;
+      if (stopText.stopped) this.retire(sequence, 'stop');
+      else if (generated.length >= job.input.maxNewTokens) this.retire(sequence, 'length');
+    };
+    if (!handled) return end();
+    sequence.held = handled.then(
+      () => {
+        sequence.held = undefined;
+        end();
+      },
+      (error: unknown) => {
+        sequence.held = undefined;
+        if (!sequence.done)
+          this.retire(sequence, undefined, KilnError.wrap(error, KilnErrorCode.Internal));
+      },
+    );
+  }
+
+  /** Hands a chunk to the job's reader; a promise when the reader asks the job to wait. */
+  private deliver(sequence: Sequence, chunk: GenerationChunk): Promise<void> | undefined {
+    try {
+      const handled = sequence.job.onChunk?.(chunk);
+      return handled instanceof Promise ? handled : undefined;
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  }
+
+  private retire(sequence: Sequence, reason?: FinishReason, error?: KilnError): void {
+    if (sequence.done) return;
+    sequence.done = true;
+    this.active.splice(this.active.indexOf(sequence), 1);
+    this.reserved -= sequence.reserved;
+    if (sequence.opened) this.releases.push(sequence.seq);
+    else
+      this.opens.splice(
+        this.opens.findIndex((o) => o.seq === sequence.seq),
+        1,
+      );
+    const { job, admittedAt } = sequence;
+    if (job.settled) {
+      this.onDone?.(job, { answered: false, admittedAt });
+    } else if (reason) {
+      const output = this.output(sequence, reason);
+      job.resolve(output);
+      this.onDone?.(job, { answered: true, output, admittedAt });
+    } else {
+      const failure = error ?? new KilnError(KilnErrorCode.Internal, 'the sequence failed');
+      job.reject(failure);
+      this.onDone?.(job, { answered: true, error: failure, admittedAt });
+    }
+  }
+
+  private output(sequence: Sequence, finishReason: FinishReason): GenerationOutput {
+    return {
+      text: sequence.stopText.all,
+      tokens: sequence.generated,
+      finishReason,
+      promptTokens: sequence.job.input.promptTokens.length,
+      timeToFirstTokenMs: sequence.firstTokenMs,
+      interTokenMs: sequence.interTokenMs,
+    };
+  }
+}
+
+/** Cache tokens a job holds while it runs: its prompt and every token it may add. */
+function reserve(job: GenerationJob): number {
+  return job.promptTokens.length + job.maxNewTokens;
+}
+
+/**
+ * Why a generation job can never run (INVALID_INPUT), if it cannot: an empty prompt, a bad
+ * max_new_tokens or sampling parameter, token ids outside the vocabulary, or more tokens than
+ * `maxTokens` (the model's longest sequence, or the cache budget). Limits not known yet are
+ * left out.
+ */
+export function checkGenerationJob(
+  job: GenerationJob,
+  limits: { vocabSize?: number | undefined; maxTokens?: number | undefined },
+): KilnError | undefined {
+  const invalid = (message: string) => new KilnError(KilnErrorCode.InvalidInput, message);
+  const { promptTokens, maxNewTokens } = job;
+  if (promptTokens.length === 0) return invalid('the prompt is empty');
+  if (!Number.isInteger(maxNewTokens) || maxNewTokens < 1)
+    return invalid('max_new_tokens must be an integer >= 1');
+  const vocab = limits.vocabSize;
+  if (vocab !== undefined && promptTokens.some((t) => !Number.isInteger(t) || t < 0 || t >= vocab))
+    return invalid(`prompt token ids must be integers in [0, ${vocab})`);
+  const limit = limits.maxTokens;
+  if (limit !== undefined && promptTokens.length + maxNewTokens > limit)
+    return invalid(
+      `prompt (${promptTokens.length} tokens) + max_new_tokens (${maxNewTokens}) exceeds the model's limit of ${limit} tokens`,
+    );
+  try {
+    checkSamplingParams(job.sampling ?? {});
+  } catch (error) {
+    return error as KilnError;
+  }
+  return undefined;
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1)
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `${name} must be an integer >= 1, got ${value}`,
+    );
+  return value;
+}
