@@ -188,14 +188,13 @@ for (const kind of ['tensor', 'image', 'small'] as const) {
     `  bare echo of the same ${payload.length} B over the same sockets (no Kiln code): ${formatSpread(spreadOf(figures.bare!), 0)} µs/call; ` +
       `Kiln above it ${formatSpread(spreadOf(aboveBare), 0)} µs/call`,
   );
+  const ratio = ratioSpread(figures.kiln!, figures.bare!);
+  const ratioLabel = `  ${label}: Kiln ÷ bare echo floor (same rounds)`;
+  // The issue's goal is for the 600 kB call; the small body's ratio is printed as it is.
   console.log(
-    goalLine(
-      `  ${label}: Kiln ÷ bare echo floor (same rounds)`,
-      ratioSpread(figures.kiln!, figures.bare!),
-      { atMost: 2 },
-      '×',
-      2,
-    ),
+    kind === 'tensor'
+      ? goalLine(ratioLabel, ratio, { atMost: 2 }, '×', 2)
+      : `${ratioLabel}: ${formatSpread(ratio, 2)}×`,
   );
 }
 await bareEcho.close();
