@@ -144,6 +144,7 @@ function decodeRequest(
   try {
     return decoders.get(method)!(bytes);
   } catch (error) {
+    if (error instanceof KilnError) throw error; // ModelInfer's reader names the problem itself
     throw new KilnError(
       KilnErrorCode.InvalidInput,
       `the ${method} request is not a valid protobuf message: ${error instanceof Error ? error.message : String(error)}`,
