@@ -2,11 +2,9 @@ import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   KilnErrorCode,
-  NDList,
   PRELOADED_ALLOCATOR_ENV,
-  Tensor,
   findAllocatorLibrary,
-  type ExecutionContext,
+  type ServingContext,
 } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { probePython } from './probe.js';
@@ -39,13 +37,10 @@ const load = (options: Record<string, string>, properties = '') =>
   loadTestModel(HANDLER, options, properties);
 
 /** The libraries mapped into the process of the context's worker. */
-async function workerMaps(context: ExecutionContext): Promise<string> {
-  const meta = new Tensor('string', [JSON.stringify({ properties: {}, bytes: ['data'] })], [1]);
-  const body = new TextEncoder().encode('pid');
-  const output = await context.forward(
-    NDList.of(new Tensor('uint8', body, [body.length], 'data'), meta.withName('__kiln_meta__')),
-  );
-  const pid = Buffer.from(output.get(0).data as Uint8Array).toString();
+async function workerMaps(context: ServingContext): Promise<string> {
+  const [result] = await context.serve([{ body: new TextEncoder().encode('pid') }]);
+  if (!result?.ok || result.value.type !== 'bytes') throw new Error('no pid answered');
+  const pid = Buffer.from(result.value.body).toString();
   return readFileSync(`/proc/${pid}/maps`, 'utf8');
 }
 
@@ -54,7 +49,7 @@ describe.skipIf(!run || process.platform !== 'linux')('Python workers’ allocat
     'maps libjemalloc into the worker with option.allocator=jemalloc',
     async () => {
       const model = await load({ allocator: 'jemalloc' });
-      const context = await model.newExecutionContext();
+      const context = await model.newServingContext();
       const maps = await workerMaps(context);
       expect(maps).toMatch(/libjemalloc\.so\.2/);
       expect(model.describe()).toMatchObject({ allocator: 'jemalloc' });
@@ -67,7 +62,7 @@ describe.skipIf(!run || process.platform !== 'linux')('Python workers’ allocat
     "takes the server's allocator from the model's properties (tcmalloc)",
     async () => {
       const model = await load({}, 'allocator=tcmalloc');
-      const context = await model.newExecutionContext();
+      const context = await model.newServingContext();
       expect(await workerMaps(context)).toMatch(/libtcmalloc_minimal\.so\.4/);
       await model.dispose();
     },
@@ -84,7 +79,7 @@ describe.skipIf(!run || process.platform !== 'linux')('Python workers’ allocat
       process.env[PRELOADED_ALLOCATOR_ENV] = library;
       try {
         const model = await load({ allocator: 'default' }, 'allocator=jemalloc');
-        const context = await model.newExecutionContext();
+        const context = await model.newServingContext();
         const maps = await workerMaps(context);
         expect(maps).not.toMatch(/libjemalloc/);
         expect(maps).not.toMatch(/libtcmalloc/);

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CPU, NDList, Tensor, parseServingProperties, type ExecutionContext } from '@kiln/core';
+import { CPU, parseServingProperties, type ServingContext } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { allowedCpusOf, parseCpuList } from './cpu-affinity.js';
 import { createPythonEngine } from './provider.js';
@@ -44,19 +44,11 @@ async function load(): Promise<PythonModel> {
 }
 
 async function ask(
-  context: ExecutionContext,
+  context: ServingContext,
 ): Promise<{ pid: number; cores: number[]; omp: string }> {
-  const body = new TextEncoder().encode('who');
-  const meta = new Tensor(
-    'string',
-    [JSON.stringify({ properties: {}, bytes: ['data'] })],
-    [1],
-    '__kiln_meta__',
-  );
-  const output = await context.forward(
-    NDList.of(new Tensor('uint8', body, [body.length], 'data'), meta),
-  );
-  return JSON.parse(Buffer.from(output.get(0).data as Uint8Array).toString());
+  const [result] = await context.serve([{ body: new TextEncoder().encode('who') }]);
+  if (!result?.ok) throw new Error('no answer');
+  return (result.value as { value: { pid: number; cores: number[]; omp: string } }).value;
 }
 
 describe('parseCpuList', () => {
@@ -73,9 +65,9 @@ describe.skipIf(!run || process.platform !== 'linux' || os.availableParallelism(
       const model = await load();
       const last = os.availableParallelism() - 1;
       try {
-        const first = await model.newExecutionContext({ intraOpThreads: 1, cpuCores: [0] });
-        const second = await model.newExecutionContext({ intraOpThreads: 1, cpuCores: [last] });
-        const plain = await model.newExecutionContext({ intraOpThreads: 1 });
+        const first = await model.newServingContext({ intraOpThreads: 1, cpuCores: [0] });
+        const second = await model.newServingContext({ intraOpThreads: 1, cpuCores: [last] });
+        const plain = await model.newServingContext({ intraOpThreads: 1 });
         const [a, b, c] = await Promise.all([ask(first), ask(second), ask(plain)]);
         // What the kernel says of each process, from /proc/<pid>/status.
         expect(allowedCpusOf(a.pid)).toEqual([0]);
