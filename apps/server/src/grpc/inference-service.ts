@@ -115,7 +115,8 @@ async function modelInfer(
         body: request.message,
         v2: { headerLength: undefined, model: entry.name, version: entry.version, grpc: true },
         rawTensors: true,
-        // grpc-js joined the message's frames into a buffer of its own (see proto.ts).
+        // grpc-js joined the message's frames into a new buffer (pooled when small, and then
+        // copied to the worker: see TransferList), which nothing else reads (see proto.ts).
         owned: true,
         maxDecodedBytes: server.config.maxRequestSize,
       },
