@@ -169,8 +169,7 @@ describe.skipIf(!run)('DJL djl_python handlers over HTTP', () => {
     expect(response.headers.get('x-function')).toBe('handle');
   });
 
-  // Skipped until query parameters reach the handler (issue 38, item 2).
-  it.skip("adds each query parameter as a content before the body, as DJL's RequestParser does", async () => {
+  it("adds each query parameter as a content before the body, as DJL's RequestParser does", async () => {
     const response = await fetch(`${t.inference}/predictions/content?stream=true`, {
       method: 'POST',
       body: encodeNDList(NDList.of(x)),
