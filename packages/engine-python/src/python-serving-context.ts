@@ -70,28 +70,13 @@ export class PythonServingContext implements ServingContext, ExecutionContext {
     }
     this.publishTimings(frame, performance.now() - started);
     const answers = (frame.properties.answers ?? []) as [Record<string, unknown>, number][];
-    const model = { name: this.options.modelName, version: '' };
     let at = 0;
     sent.forEach(({ index, request }, i) => {
-      const answer = answers[i];
-      if (!answer) {
-        results[index] = {
-          ok: false,
-          error: new KilnError(
-            KilnErrorCode.EngineError,
-            'the handler gave this request no answer',
-          ),
-        };
-        return;
-      }
-      const [answerProperties, count] = answer;
-      results[index] = outputOf(
-        request,
-        answerProperties,
-        frame.contents.slice(at, at + count),
-        model,
-      );
-      at += count;
+      const [answer, count] = answers[i] ?? [
+        { code: 500, message: 'the handler gave no answer' },
+        0,
+      ];
+      results[index] = outputOf(request, answer, frame.contents.slice(at, (at += count)));
     });
     return results;
   }

@@ -3,7 +3,6 @@ import { KilnErrorCode, NDList, Tensor } from '@kiln/core';
 import { outputOf, requestOf, responseHeaders } from './serving.js';
 
 const text = (value: string) => new TextEncoder().encode(value);
-const MODEL = { name: 'm', version: '' };
 
 describe('requestOf: a request as the handler gets it', () => {
   it("has the headers as properties and, as DJL's RequestParser, each query parameter then the body as contents", () => {
@@ -55,14 +54,14 @@ describe('outputOf: an Output as the response', () => {
   const request = requestOf({ body: text('x') });
 
   it('answers 204 for a handler that returned None', () => {
-    expect(outputOf(request, { code: 204, message: 'No content' }, [], MODEL)).toEqual({
+    expect(outputOf(request, { code: 204, message: 'No content' }, [])).toEqual({
       ok: true,
       value: { type: 'json', value: null, status: 204 },
     });
   });
 
   it("fails on the handler's code ≥ 400 with its message", () => {
-    const result = outputOf(request, { code: 422, message: 'x is missing' }, [], MODEL);
+    const result = outputOf(request, { code: 422, message: 'x is missing' }, []);
     expect(result).toMatchObject({
       ok: false,
       error: { code: KilnErrorCode.InvalidInput, message: 'x is missing' },
@@ -74,19 +73,15 @@ describe('outputOf: an Output as the response', () => {
       request,
       { code: 200, 'content-type': 'application/json', 'X-Model': '3' },
       [{ name: 'data', bytes: text('{"y":2}') }],
-      MODEL,
     );
     expect(json).toEqual({
       ok: true,
       value: { type: 'json', value: { y: 2 }, headers: { 'x-model': '3' } },
     });
     const bytes = new Uint8Array(new Float32Array([4]).buffer);
-    const tensors = outputOf(
-      request,
-      { code: 200 },
-      [{ name: 'y', bytes, dtype: 'float32', shape: [1] }],
-      MODEL,
-    );
+    const tensors = outputOf(request, { code: 200 }, [
+      { name: 'y', bytes, dtype: 'float32', shape: [1] },
+    ]);
     expect(
       tensors.ok && tensors.value.type === 'tensors' && tensors.value.tensors.get(0).data,
     ).toEqual(new Float32Array([4]));

@@ -29,13 +29,20 @@ export interface PythonRequest {
   readonly contents: Content[];
   /** Raw or v2 tensors: the answer's contents are tensors too (bytes as uint8). */
   readonly raw?: boolean;
-  readonly v2?: V2InferRequest;
+  /** A v2 request, answered as a v2 reply naming its model. */
+  readonly v2?: { request: V2InferRequest; model: { name: string; version: string } };
 }
 
 export function requestOf(input: ServingInput): PythonRequest {
   if (input.v2) {
-    const v2 = parseV2Request(input.body ?? new Uint8Array(0), input.v2.headerLength);
-    return { properties: {}, contents: tensorContents(v2.inputs), raw: true, v2 };
+    const request = parseV2Request(input.body ?? new Uint8Array(0), input.v2.headerLength);
+    const model = { name: input.v2.model, version: input.v2.version };
+    return {
+      properties: {},
+      contents: tensorContents(request.inputs),
+      raw: true,
+      v2: { request, model },
+    };
   }
   if (input.rawTensors && input.tensors) {
     return { properties: {}, contents: tensorContents(input.tensors), raw: true };
@@ -65,12 +72,11 @@ export function outputOf(
   request: PythonRequest,
   properties: Readonly<Record<string, unknown>>,
   contents: readonly Content[],
-  model: { readonly name: string; readonly version: string },
 ): PredictResult<ServingOutput> {
   try {
     const strings = stringProperties(properties);
     failOnErrorCode(strings);
-    if (request.v2) return { ok: true, value: v2Output(request.v2, contents, model) };
+    if (request.v2) return { ok: true, value: v2Output(request.v2, contents) };
     if (request.raw) {
       return {
         ok: true,
@@ -99,11 +105,10 @@ export function outputOf(
 }
 
 function v2Output(
-  request: V2InferRequest,
+  v2: NonNullable<PythonRequest['v2']>,
   contents: readonly Content[],
-  model: { readonly name: string; readonly version: string },
 ): ServingOutput {
-  const reply = buildV2Reply(request, new NDList(contents.map(contentTensor)), model);
+  const reply = buildV2Reply(v2.request, new NDList(contents.map(contentTensor)), v2.model);
   return reply.headerLength === undefined
     ? { type: 'json', value: reply.body }
     : {
