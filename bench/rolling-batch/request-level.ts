@@ -1,10 +1,11 @@
 import { type StepDecoder, TokenSampler } from '@kiln/core';
-import { type GenerationRequest, type GenerationResult, systemClock } from '@kiln/batching';
+import { type GenerationJob, systemClock } from '@kiln/batching';
+import type { GenerationFigures } from './workload.js';
 
 interface Waiting {
-  readonly request: GenerationRequest;
+  readonly request: GenerationJob;
   readonly submittedAt: number;
-  readonly resolve: (result: GenerationResult) => void;
+  readonly resolve: (result: GenerationFigures) => void;
 }
 
 /**
@@ -23,7 +24,7 @@ export class RequestLevelBatcher<S> {
     readonly batchSize: number,
   ) {}
 
-  generate(request: GenerationRequest): Promise<GenerationResult> {
+  generate(request: GenerationJob): Promise<GenerationFigures> {
     return new Promise((resolve) => {
       this.waiting.push({ request, submittedAt: systemClock.now(), resolve });
       if (!this.running) {
@@ -60,14 +61,11 @@ export class RequestLevelBatcher<S> {
           m.lastAt = now;
           m.generated.push(token);
           m.history.push(token);
-          m.request.onToken?.(token, m.generated.length - 1);
           if (m.generated.length >= m.request.maxNewTokens) {
             m.done = true;
             this.decoder.release(m.state);
             m.resolve({
               tokens: m.generated,
-              finishReason: 'length',
-              promptTokens: m.request.promptTokens.length,
               timeToFirstTokenMs: m.firstTokenMs,
               interTokenMs: m.interTokenMs,
             });

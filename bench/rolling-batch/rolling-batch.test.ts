@@ -1,9 +1,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { RollingScheduler } from '@kiln/batching';
-import { OrtStepDecoder, createOnnxRuntimeEngine } from '@kiln/engine-onnxruntime';
-import { startInferenceThread as startThread } from '@kiln/worker-pool';
+import {
+  type OrtStepDecoder,
+  createOnnxRuntimeEngine,
+  loadOrtStepDecoder,
+} from '@kiln/engine-onnxruntime';
+import { type GenerationPool, createGenerationPool } from '@kiln/worker-pool';
 import { gptDecoderModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,6 +20,7 @@ const { run } = await checkEngine('OnnxRuntime', async () => {
 
 let root: string;
 let decoder: OrtStepDecoder;
+let pool: GenerationPool;
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'kiln-bench-rolling-test-'));
   if (!run) return;
@@ -26,12 +30,18 @@ beforeAll(async () => {
     heads: 2,
     maxLen: 512,
   });
-  decoder = await OrtStepDecoder.load(model.dir, {
-    startThread,
-    session: { intraOpNumThreads: 1 },
+  decoder = await loadOrtStepDecoder(model.dir, { session: { intraOpNumThreads: 1 } });
+  pool = await createGenerationPool({
+    model: {
+      url: model.dir,
+      engines: ['@kiln/engine-onnxruntime'],
+      overrides: { 'option.rolling_batch': 'auto', 'option.max_rolling_batch_size': '4' },
+    },
+    settings: { cores: 1, minWorkers: 1, maxWorkers: 1 },
   });
 });
 afterAll(async () => {
+  await pool?.shutdown();
   await decoder?.close();
   await rm(root, { recursive: true, force: true });
 });
@@ -51,7 +61,7 @@ describe.skipIf(!run)('bench/rolling-batch', () => {
     const runs = [
       await runWorkload(new RequestLevelBatcher(decoder, 1), workload),
       await runWorkload(new RequestLevelBatcher(decoder, 4), workload),
-      await runWorkload(new RollingScheduler(decoder, { maxBatchSize: 4 }), workload),
+      await runWorkload({ generate: (job) => pool.predict(job) }, workload),
     ];
     const expected = workload.requests.reduce((n, r) => n + r.maxNewTokens, 0);
     for (const figures of runs) {

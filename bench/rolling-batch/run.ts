@@ -1,12 +1,13 @@
 // Rolling (iteration-level) batching against request-level batching and one request at a
-// time, on the same decoder, requests and arrival times. See bench/README.md.
+// time, on the same decoder, requests and arrival times. Rolling batching runs as the server
+// runs it: a generation pool whose step worker holds the decoder on its own thread, with only
+// token ids crossing per step; the others step the decoder on this thread. See bench/README.md.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { RollingScheduler } from '@kiln/batching';
-import { OrtStepDecoder } from '@kiln/engine-onnxruntime';
-import { startInferenceThread } from '@kiln/worker-pool';
+import { loadOrtStepDecoder } from '@kiln/engine-onnxruntime';
+import { type GenerationPool, createGenerationPool } from '@kiln/worker-pool';
 import {
   type Goal,
   formatSpread,
@@ -19,7 +20,7 @@ import {
 import { orderOf } from '../harness/rounds.js';
 import { BENCH_MODEL_OPTIONS, type BenchModel, benchModelFrom } from './bench-model.js';
 import { RequestLevelBatcher } from './request-level.js';
-import { StepCounter } from './step-counter.js';
+import { StepCounter, type StepTotals } from './step-counter.js';
 import { type Generator, type RunFigures, makeWorkload, runWorkload } from './workload.js';
 
 const { values } = parseArgs({
@@ -31,8 +32,6 @@ const { values } = parseArgs({
     ...BENCH_MODEL_OPTIONS,
     /** ONNX Runtime intra-op threads; see bench/README.md for why one is the default. */
     threads: { type: 'string', default: '1' },
-    /** OrtStepDecoder's decodeRunCost (Infinity: one decode run per step); default its estimate. */
-    'decode-run-cost': { type: 'string' },
   },
 });
 const requests = Number(values.requests);
@@ -40,11 +39,33 @@ const rounds = Number(values.rounds);
 
 const root = await mkdtemp(join(tmpdir(), 'kiln-bench-rolling-'));
 const model: BenchModel = await benchModelFrom(values, root);
-const decoder = await OrtStepDecoder.load(model.dir, {
-  startThread: startInferenceThread,
+const decoder = await loadOrtStepDecoder(model.dir, {
   session: { intraOpNumThreads: Number(values.threads) },
-  ...(values['decode-run-cost'] ? { decodeRunCost: Number(values['decode-run-cost']) } : {}),
 });
+
+/** One step worker over the bench model, decoding up to `maxBatchSize` sequences at once. */
+async function rollingPool(maxBatchSize: number): Promise<GenerationPool> {
+  const pool = await createGenerationPool({
+    model: {
+      url: model.dir,
+      engines: ['@kiln/engine-onnxruntime'],
+      overrides: {
+        'option.rolling_batch': 'auto',
+        'option.max_rolling_batch_size': String(maxBatchSize),
+        'option.intraOpNumThreads': values.threads,
+      },
+    },
+    settings: { minWorkers: 1, maxWorkers: 1 },
+  });
+  pool.onStep((step) => {
+    const t = counter.totals;
+    t.steps++;
+    t.rows += step.sequences;
+    t.stepMs += step.hostMs;
+    t.tripMs += step.ms;
+  });
+  return pool;
+}
 const workload = makeWorkload({
   requests,
   vocab: decoder.vocabSize,
@@ -57,16 +78,17 @@ const workload = makeWorkload({
   ...(model.prompt ? { prompt: model.prompt } : {}),
 });
 
-// Every contender steps through this, so each run can say where its decode time went.
+// Every contender's steps add up here, so each run can say where its decode time went.
 const counter = new StepCounter(decoder);
+const pools = [await rollingPool(8), await rollingPool(16)];
 const REQUEST_LEVEL = 'request-level (batch 8)';
 const ROLLING_8 = 'rolling (max 8)';
 const ROLLING_16 = 'rolling (max 16)';
 const SINGLE = 'one at a time';
 const contenders: Record<string, () => Generator> = {
   [REQUEST_LEVEL]: () => new RequestLevelBatcher(counter, 8),
-  [ROLLING_8]: () => new RollingScheduler(counter, { maxBatchSize: 8 }),
-  [ROLLING_16]: () => new RollingScheduler(counter, { maxBatchSize: 16 }),
+  [ROLLING_8]: () => ({ generate: (job) => pools[0]!.predict(job) }),
+  [ROLLING_16]: () => ({ generate: (job) => pools[1]!.predict(job) }),
   [SINGLE]: () => new RequestLevelBatcher(counter, 1),
 };
 const names = Object.keys(contenders);
@@ -94,10 +116,17 @@ for (let round = 0; round < rounds; round++) {
     console.log(
       `round ${round + 1} ${name.padEnd(24)} ${f.tokensPerS.toFixed(0).padStart(6)} tokens/s  TTFT p50 ${f.ttftP50Ms.toFixed(0).padStart(6)} ms  inter-token p50 ${f.interTokenP50Ms.toFixed(2)} / p99 ${f.interTokenP99Ms.toFixed(2)} ms  load ${loadAverage()}`,
     );
-    console.log(
-      `  ${t.steps} steps of ${(t.rows / t.steps).toFixed(1)} sequences; of ${(f.wallMs / 1000).toFixed(2)} s, ORT ${(t.ortMs / 1000).toFixed(2)} s, inputs+KV ${((t.threadMs - t.ortMs) / 1000).toFixed(2)} s, messages ${((t.tripMs - t.threadMs) / 1000).toFixed(2)} s`,
-    );
+    console.log(`  ${stepLine(t, f.wallMs)}`);
   }
+}
+
+/** Where a run's decode time went; a step worker's steps also say what their messages cost. */
+function stepLine(t: StepTotals, wallMs: number): string {
+  const s = (ms: number) => `${(ms / 1000).toFixed(2)} s`;
+  const line = `${t.steps} steps of ${(t.rows / t.steps).toFixed(1)} sequences; of ${s(wallMs)}`;
+  if (t.tripMs === 0) return `${line}, ORT ${s(t.ortMs)}, inputs+KV ${s(t.stepMs - t.ortMs)}`;
+  const messagesMs = t.tripMs - t.stepMs;
+  return `${line}, on the step worker's thread ${s(t.stepMs)}, messages between threads ${s(messagesMs)} (${(messagesMs / t.steps).toFixed(3)} ms per step)`;
 }
 
 const series = (name: string, pick: (f: RunFigures) => number) => figures[name]!.map(pick);
@@ -146,5 +175,6 @@ if (model.decode) {
 }
 console.log(machineLine());
 
+await Promise.all(pools.map((pool) => pool.shutdown()));
 await decoder.close();
 await rm(root, { recursive: true, force: true });

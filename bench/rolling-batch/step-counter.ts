@@ -6,11 +6,11 @@ export interface StepTotals {
   steps: number;
   /** Sequences fed, over all steps: rows ÷ steps is the mean batch. */
   rows: number;
-  /** ONNX Runtime's runs. */
+  /** ONNX Runtime's runs (steps on this thread only). */
   ortMs: number;
-  /** The decoder thread's whole steps: ORT plus inputs and KV caches. */
-  threadMs: number;
-  /** Round trips as the caller saw them: the above plus messages and thread wake-ups. */
+  /** Whole steps where the decoder runs: ORT plus inputs and KV caches (and, on a step worker, sampling). */
+  stepMs: number;
+  /** A step worker's round trips as its rolling loop saw them: `stepMs` plus messages between threads. */
   tripMs: number;
 }
 
@@ -37,11 +37,9 @@ export class StepCounter implements StepDecoder<DecoderSequence> {
   }
 
   async step(entries: readonly StepEntry<DecoderSequence>[]): Promise<readonly Float32Array[]> {
-    const start = performance.now();
     const logits = await this.decoder.step(entries);
     const t = this.totals;
-    t.tripMs += performance.now() - start;
-    t.threadMs += this.decoder.lastStepMs;
+    t.stepMs += this.decoder.lastStepMs;
     t.ortMs += this.decoder.lastSessionMs;
     t.steps++;
     t.rows += entries.length;
@@ -57,5 +55,5 @@ export class StepCounter implements StepDecoder<DecoderSequence> {
 }
 
 function emptyTotals(): StepTotals {
-  return { steps: 0, rows: 0, ortMs: 0, threadMs: 0, tripMs: 0 };
+  return { steps: 0, rows: 0, ortMs: 0, stepMs: 0, tripMs: 0 };
 }

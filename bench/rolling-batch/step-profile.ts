@@ -1,12 +1,14 @@
 // Where one decode step's time goes, by batch size and by how far the pasts spread: ONNX
-// Runtime's run, Kiln's work on the decoder thread around it (inputs, KV caches), and the
-// rest of the round trip (messages between threads). See bench/README.md.
+// Runtime's run and Kiln's work around it (inputs, KV caches), stepping the decoder on this
+// thread; then the same batches through a generation pool, whose step worker holds the decoder
+// on its own thread: the per-step time in messages between threads is the rolling loop's round
+// trip less the step worker's own time (only token ids cross). See bench/README.md.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { type DecoderSequence, OrtStepDecoder } from '@kiln/engine-onnxruntime';
-import { startInferenceThread } from '@kiln/worker-pool';
+import { type DecoderSequence, loadOrtStepDecoder } from '@kiln/engine-onnxruntime';
+import { type GenerationStep, createGenerationPool } from '@kiln/worker-pool';
 import { loadAverage, machineLine, median } from '../harness/figures.js';
 import { BENCH_MODEL_OPTIONS, type BenchModel, benchModelFrom } from './bench-model.js';
 
@@ -21,10 +23,23 @@ const { values } = parseArgs({
 });
 const root = await mkdtemp(join(tmpdir(), 'kiln-bench-step-'));
 const model: BenchModel = await benchModelFrom(values, root);
-const decoder = await OrtStepDecoder.load(model.dir, {
-  startThread: startInferenceThread,
+const decoder = await loadOrtStepDecoder(model.dir, {
   session: { intraOpNumThreads: Number(values.threads) },
 });
+const pool = await createGenerationPool({
+  model: {
+    url: model.dir,
+    engines: ['@kiln/engine-onnxruntime'],
+    overrides: {
+      'option.rolling_batch': 'auto',
+      'option.max_rolling_batch_size': '16',
+      'option.intraOpNumThreads': values.threads,
+    },
+  },
+  settings: { minWorkers: 1, maxWorkers: 1 },
+});
+let poolSteps: GenerationStep[] = [];
+pool.onStep((step) => poolSteps.push(step));
 
 interface Case {
   readonly label: string;
@@ -51,18 +66,32 @@ async function measure(c: Case) {
     states.push(state);
   }
   const step: number[] = [];
-  const worker: number[] = [];
   const session: number[] = [];
   for (let s = 0; s < Number(values.steps); s++) {
     if (c.reshuffle) states.reverse();
-    const start = performance.now();
     await decoder.step(states.map((state) => ({ state, tokens: [5] })));
-    step.push(performance.now() - start);
-    worker.push(decoder.lastStepMs);
+    step.push(decoder.lastStepMs);
     session.push(decoder.lastSessionMs);
   }
   for (const state of states) decoder.release(state);
-  return { step: median(step), worker: median(worker), session: median(session) };
+  return { step: median(step), session: median(session), messages: await messagesOf(c) };
+}
+
+/**
+ * The case's decode steps on the pool's step worker: median round trip less the worker's
+ * own time. Undefined for a reshuffled batch, which a rolling loop never makes.
+ */
+async function messagesOf(c: Case): Promise<number | undefined> {
+  if (c.reshuffle) return undefined;
+  poolSteps = [];
+  const jobs = Array.from({ length: c.batch }, (_, row) => ({
+    promptTokens: Array.from({ length: c.past(row) }, (_, t) => (t * 7 + row) % 97),
+    maxNewTokens: Number(values.steps) + 1,
+    ignoreEos: true,
+  }));
+  await Promise.all(jobs.map((job) => pool.predict(job)));
+  const decodes = poolSteps.filter((s) => s.prefillTokens === 0 && s.sequences === c.batch);
+  return median(decodes.map((s) => s.ms - s.hostMs));
 }
 
 console.log(machineLine());
@@ -76,21 +105,24 @@ for (let round = 0; round < Number(values.rounds); round++) {
     const r = results.get(c.label)!;
     r.step.push(m.step);
     r.ort.push(m.session);
-    r.cache.push(m.worker - m.session);
-    r.trip.push(m.step - m.worker);
+    r.cache.push(m.step - m.session);
+    if (m.messages !== undefined) r.trip.push(m.messages);
   }
 }
-console.log(`median over ${values.rounds} rounds of ${values.steps} decode steps each (ms)`);
+console.log(
+  `median over ${values.rounds} rounds of ${values.steps} decode steps each (ms); messages: per-step time in messages between threads (a step worker's round trip less its own time)`,
+);
 console.log(
   `${'case'.padEnd(40)} ${'step'.padStart(7)} ${'ORT run'.padStart(8)} ${'inputs+KV'.padStart(10)} ${'messages'.padStart(9)} ${'per token'.padStart(10)}`,
 );
 for (const c of cases) {
   const r = results.get(c.label)!;
-  const f = (xs: number[]) => median(xs).toFixed(2);
+  const f = (xs: number[]) => (xs.length === 0 ? '–' : median(xs).toFixed(2));
   console.log(
     `${c.label.padEnd(40)} ${f(r.step).padStart(7)} ${f(r.ort).padStart(8)} ${f(r.cache).padStart(10)} ${f(r.trip).padStart(9)} ${(median(r.step) / c.batch).toFixed(3).padStart(10)}`,
   );
 }
 console.log(`load ${loadAverage()}`);
+await pool.shutdown();
 await decoder.close();
 await rm(root, { recursive: true, force: true });

@@ -1,13 +1,13 @@
 import { quantile } from '../harness/figures.js';
 import {
-  type GenerationRequest,
-  type GenerationResult,
+  type GenerationJob,
+  type GenerationOutput,
   SeededSource,
   randomWorkload,
 } from '@kiln/batching';
 
 export interface BenchWorkload {
-  readonly requests: readonly GenerationRequest[];
+  readonly requests: readonly GenerationJob[];
   /** Arrival time of each request, ms after the start. */
   readonly arrivalsMs: readonly number[];
 }
@@ -29,13 +29,14 @@ export interface WorkloadSettings {
 export function makeWorkload(s: WorkloadSettings): BenchWorkload {
   const random = new SeededSource(s.seed);
   const { prompt } = s;
-  const requests: GenerationRequest[] = prompt
+  const requests: GenerationJob[] = prompt
     ? Array.from({ length: s.requests }, () => ({
         promptTokens: prompt(
           (bound) => random.int(bound),
           random.between(s.promptMin, s.promptMax),
         ),
         maxNewTokens: random.between(s.outputMin, s.outputMax),
+        ignoreEos: true,
       }))
     : randomWorkload(random, {
         count: s.requests,
@@ -44,7 +45,7 @@ export function makeWorkload(s: WorkloadSettings): BenchWorkload {
         maxPrompt: s.promptMax,
         minOutput: s.outputMin,
         maxOutput: s.outputMax,
-      });
+      }).map((job) => ({ ...job, ignoreEos: true }));
   let at = 0;
   const arrivalsMs = requests.map((_, i) =>
     i === 0 ? 0 : (at += random.exponential(s.meanGapMs)),
@@ -52,8 +53,14 @@ export function makeWorkload(s: WorkloadSettings): BenchWorkload {
   return { requests, arrivalsMs };
 }
 
+/** What a run measures of each answer. */
+export type GenerationFigures = Pick<
+  GenerationOutput,
+  'tokens' | 'timeToFirstTokenMs' | 'interTokenMs'
+>;
+
 export interface Generator {
-  generate(request: GenerationRequest): Promise<GenerationResult>;
+  generate(job: GenerationJob): Promise<GenerationFigures>;
 }
 
 export interface RunFigures {

@@ -9,6 +9,8 @@ export interface GenerationJob {
   readonly stop?: readonly string[];
   /** Whether each chunk carries the log-probability of its token. */
   readonly logprobs?: boolean;
+  /** Generate max_new_tokens even past the end-of-sequence token (benchmarks, as vLLM's). */
+  readonly ignoreEos?: boolean;
 }
 
 /** One generated token, streamed through `JobOptions.onChunk` as soon as it is chosen. */

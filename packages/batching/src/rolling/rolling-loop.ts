@@ -168,7 +168,7 @@ export class RollingLoop {
     for (;;) {
       this.dropSettled();
       const free = this.maxBatchSize - this.active.length;
-      if (free > 0) this.admit(take(free, (job) => this.fits(job)));
+      if (free > 0) this.admit(take(free, this.fitter()));
       if (this.active.length === 0) break;
       const { entries, sequences, prefillTokens } = this.plan();
       if (entries.length === 0) {
@@ -217,10 +217,16 @@ export class RollingLoop {
     for (const sequence of [...this.active]) this.retire(sequence, undefined, error);
   }
 
-  private fits(job: GenerationJob): boolean {
-    // A job that can never run is taken to be refused, not left blocking the queue.
-    if (this.check(job)) return true;
-    return this.reserved + reserve(job) <= this.maxCacheTokens;
+  /** Accepts jobs, oldest first, while their reservations fit in what the cache has left. */
+  private fitter(): (job: GenerationJob) => boolean {
+    let left = this.maxCacheTokens - this.reserved;
+    return (job) => {
+      // A job that can never run is taken to be refused, not left blocking the queue.
+      if (this.check(job)) return true;
+      if (reserve(job) > left) return false;
+      left -= reserve(job);
+      return true;
+    };
   }
 
   private admit(jobs: readonly GenerationJobOf[]): void {
@@ -288,7 +294,7 @@ export class RollingLoop {
 
   private emit(sequence: Sequence, token: number, text: string, logprob: number | undefined): void {
     const { job, generated, stopText } = sequence;
-    if (token === this.model.eosTokenId) {
+    if (token === this.model.eosTokenId && !job.input.ignoreEos) {
       const rest = stopText.flush();
       // Text held back for a stop string that never came: it goes with the last token.
       if (rest && generated.length > 0)

@@ -35,7 +35,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       vocabSize: this.decoder.vocabSize,
       maxSequenceLength: this.decoder.maxSequenceLength,
       cacheBytesPerToken: this.decoder.cacheBytesPerToken,
-      eosTokenId: this.tokenizer?.eosTokenId,
+      eosTokenId: this.tokenizer?.eosTokenId ?? this.decoder.eosTokenId,
     };
   }
 

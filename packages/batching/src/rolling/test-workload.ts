@@ -1,4 +1,4 @@
-import type { GenerationRequest } from './rolling-scheduler.js';
+import type { GenerationJob } from './generation-job.js';
 
 /** A small seeded random source (mulberry32) for workloads that tests and benches repeat. */
 export class SeededSource {
@@ -42,10 +42,7 @@ export interface WorkloadOptions {
 }
 
 /** Requests with uniformly random prompt tokens, prompt lengths and output lengths. */
-export function randomWorkload(
-  random: SeededSource,
-  options: WorkloadOptions,
-): GenerationRequest[] {
+export function randomWorkload(random: SeededSource, options: WorkloadOptions): GenerationJob[] {
   return Array.from({ length: options.count }, () => ({
     promptTokens: Array.from(
       { length: random.between(options.minPrompt ?? 1, options.maxPrompt) },

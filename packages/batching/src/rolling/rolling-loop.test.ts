@@ -1,0 +1,254 @@
+import { CharTokenizer, KilnErrorCode, type TextTokenizer } from '@kiln/core';
+import { describe, expect, it } from 'vitest';
+import { JobQueue } from '../job-queue.js';
+import type { JobOptions } from '../job.js';
+import { HashDecoder } from '../test-support/hash-decoder.js';
+import { flush } from '../test-support/promises.js';
+import type { GenerationChunk, GenerationJob, GenerationOutput } from './generation-job.js';
+import { RollingLoop, type RollingLoopOptions } from './rolling-loop.js';
+import { SequenceStepper } from './sequence-stepper.js';
+import { SeededSource, randomWorkload } from './test-workload.js';
+
+const VOCAB = ['<|endoftext|>', ...'abcdefghijklmnopqrstuvwxyz ._'];
+const tokenizer = new CharTokenizer(VOCAB);
+
+/** A step worker in miniature: its loop takes the first job, then admits more at each step. */
+function serve(
+  decoder: HashDecoder,
+  options: RollingLoopOptions & { tokenizer?: TextTokenizer; eosTokenId?: number } = {},
+) {
+  const stepper = new SequenceStepper(decoder, options.tokenizer);
+  const loop = new RollingLoop(
+    stepper,
+    { ...stepper.info, eosTokenId: options.eosTokenId },
+    options,
+  );
+  const queue = new JobQueue<GenerationJob, GenerationOutput>();
+  const served = (async () => {
+    for (;;) {
+      const first = await queue.takeBatch({ maxSize: 1, maxDelayMs: 0 });
+      if (first.length === 0) return;
+      await loop.run(first, (max, fits) => queue.takeNow(max, fits));
+    }
+  })();
+  return {
+    loop,
+    queue,
+    generate: (job: GenerationJob, jobOptions?: JobOptions) => queue.submit(job, jobOptions).result,
+    close: async () => {
+      queue.close();
+      await served;
+    },
+  };
+}
+
+async function alone(job: GenerationJob, vocab: number): Promise<readonly number[]> {
+  const worker = serve(new HashDecoder(vocab), { maxBatchSize: 1 });
+  const { tokens } = await worker.generate(job);
+  await worker.close();
+  return tokens;
+}
+
+/** Submits the jobs at random step counts, as if they arrived over time. */
+async function rolling(
+  worker: ReturnType<typeof serve>,
+  jobs: readonly GenerationJob[],
+  random: SeededSource,
+): Promise<(readonly number[])[]> {
+  const results: Promise<readonly number[]>[] = [];
+  for (const job of jobs) {
+    results.push(worker.generate(job).then((r) => r.tokens));
+    for (let i = random.int(6); i > 0; i--) await flush();
+  }
+  return Promise.all(results);
+}
+
+describe('RollingLoop', () => {
+  it('gives every greedy job the tokens it gets alone, whatever joins or leaves its batch', async () => {
+    const random = new SeededSource(7);
+    const jobs = randomWorkload(random, { count: 40, vocab: 50, maxPrompt: 256, maxOutput: 256 });
+    const decoder = new HashDecoder(50);
+    const worker = serve(decoder, { maxBatchSize: 8, maxPrefillTokens: 64 });
+    const batched = await rolling(worker, jobs, random);
+    for (const [i, job] of jobs.entries())
+      expect(batched[i], `job ${i}`).toEqual(await alone(job, 50));
+    expect(Math.max(...decoder.steps.map((s) => s.sequences))).toBe(8);
+    expect(Math.max(...decoder.steps.map((s) => s.prefillTokens))).toBeLessThanOrEqual(64);
+    await worker.close();
+    expect(decoder.openCount).toBe(0);
+    expect(worker.loop.stats()).toMatchObject({ active: 0, cacheTokensReserved: 0 });
+  });
+
+  it('reproduces seeded sampling per job regardless of batch company', async () => {
+    const random = new SeededSource(3);
+    const jobs = randomWorkload(random, { count: 24, vocab: 50, maxPrompt: 64, maxOutput: 64 }).map(
+      (job, i) => ({
+        ...job,
+        sampling: { doSample: true, temperature: 0.8, topK: 20, topP: 0.9, seed: i },
+      }),
+    );
+    const worker = serve(new HashDecoder(50), { maxBatchSize: 6, maxPrefillTokens: 32 });
+    const batched = await rolling(worker, jobs, random);
+    for (const [i, job] of jobs.entries())
+      expect(batched[i], `job ${i}`).toEqual(await alone(job, 50));
+    // Sampling is not greedy: at least one job differs from its greedy decoding.
+    const greedy = await Promise.all(jobs.map((job) => alone({ ...job, sampling: {} }, 50)));
+    expect(greedy.some((g, i) => g.join() !== batched[i]!.join())).toBe(true);
+    await worker.close();
+  });
+
+  it('keeps decoding running sequences while a long prompt is prefilled in chunks', async () => {
+    const decoder = new HashDecoder(50);
+    const worker = serve(decoder, { maxBatchSize: 4, maxPrefillTokens: 16 });
+    const steps: number[] = [];
+    const running = worker.generate(
+      { promptTokens: [1, 2, 3], maxNewTokens: 40 },
+      { onChunk: () => void steps.push(worker.loop.stats().steps) },
+    );
+    await flush();
+    await flush();
+    const long = worker.generate({
+      promptTokens: Array.from({ length: 200 }, (_, i) => i % 50),
+      maxNewTokens: 2,
+    });
+    await Promise.all([running, long]);
+    // One token per step for the running sequence, also during the 13 steps of the long prefill.
+    const gaps = steps.slice(1).map((s, i) => s - steps[i]!);
+    expect(new Set(gaps)).toEqual(new Set([1]));
+    expect(decoder.steps.filter((s) => s.prefillTokens > 0).length).toBeGreaterThanOrEqual(13);
+    await worker.close();
+  });
+
+  it('streams chunks and ends at max tokens, end of sequence and stop strings, never showing one', async () => {
+    const worker = serve(new HashDecoder(VOCAB.length), { tokenizer });
+    const job = { promptTokens: tokenizer.encode('hello'), maxNewTokens: 30 };
+    const chunks: GenerationChunk[] = [];
+    const first = await worker.generate(job, {
+      onChunk: (chunk) => void chunks.push(chunk as GenerationChunk),
+    });
+    expect(first.finishReason).toBe('length');
+    expect(chunks.map((c) => c.token)).toEqual(first.tokens);
+    expect(chunks.map((c) => c.index)).toEqual(first.tokens.map((_, i) => i));
+    expect(chunks.map((c) => c.text).join('')).toBe(first.text);
+    expect(first.text).toBe(tokenizer.decode(first.tokens));
+    expect(first.timeToFirstTokenMs).toBeGreaterThanOrEqual(0);
+    expect(first.interTokenMs).toHaveLength(29);
+
+    const eos = first.tokens[4]!;
+    const untilEos = serve(new HashDecoder(VOCAB.length), { tokenizer, eosTokenId: eos });
+    expect(await untilEos.generate(job)).toMatchObject({
+      finishReason: 'eos',
+      tokens: first.tokens.slice(0, first.tokens.indexOf(eos)),
+    });
+    await untilEos.close();
+
+    const stop = first.text.slice(6, 8);
+    const pieces: string[] = [];
+    const stopped = await worker.generate(
+      { ...job, stop: [stop] },
+      { onChunk: (chunk) => void pieces.push((chunk as GenerationChunk).text) },
+    );
+    expect(stopped).toMatchObject({
+      finishReason: 'stop',
+      text: first.text.slice(0, first.text.indexOf(stop)),
+    });
+    expect(pieces.join('')).toBe(stopped.text);
+    await worker.close();
+  });
+
+  it('holds a job while its reader waits, and only that job', async () => {
+    const worker = serve(new HashDecoder(50), { maxBatchSize: 2 });
+    let release!: () => void;
+    let held = 0;
+    const slow = worker.generate(
+      { promptTokens: [1], maxNewTokens: 5 },
+      {
+        onChunk: () => {
+          held++;
+          return new Promise<void>((resolve) => (release = resolve));
+        },
+      },
+    );
+    const fast = await worker.generate({ promptTokens: [2], maxNewTokens: 20 });
+    expect(fast.tokens).toHaveLength(20);
+    expect(held).toBe(1);
+    let done = false;
+    void slow.then(() => (done = true));
+    while (!done) {
+      release();
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect(held).toBe(5);
+    expect((await slow).tokens).toHaveLength(5);
+    await worker.close();
+  });
+
+  it('frees the slot of a cancelled job at the next step', async () => {
+    const decoder = new HashDecoder(50);
+    const worker = serve(decoder, { maxBatchSize: 1 });
+    let seen = 0;
+    const handle = worker.queue.submit(
+      { promptTokens: [1], maxNewTokens: 1000 },
+      { onChunk: () => void (++seen === 3 && handle.cancel()) },
+    );
+    const next = worker.generate({ promptTokens: [2], maxNewTokens: 2 });
+    await expect(handle.result).rejects.toMatchObject({ code: KilnErrorCode.Cancelled });
+    expect(await next).toMatchObject({ finishReason: 'length' });
+    expect(seen).toBe(3);
+    await worker.close();
+    expect(decoder.openCount).toBe(0);
+  });
+
+  it('leaves jobs queued while the cache budget is reserved, and refuses ones that can never run', async () => {
+    const worker = serve(new HashDecoder(50, 100), { maxBatchSize: 8, maxCacheTokens: 60 });
+    let most = 0;
+    worker.loop.onStep(() => (most = Math.max(most, worker.loop.stats().cacheTokensReserved)));
+    const jobs = Array.from({ length: 6 }, (_, i) =>
+      worker.generate({ promptTokens: [i + 1], maxNewTokens: 19 }),
+    );
+    await flush();
+    await flush();
+    expect(worker.loop.stats()).toMatchObject({ active: 3, cacheTokensReserved: 60 });
+    expect(worker.queue.depth).toBe(3);
+    await Promise.all(jobs);
+    expect(most).toBeLessThanOrEqual(60);
+    const refused = (job: GenerationJob) =>
+      expect(worker.generate(job)).rejects.toMatchObject({ code: KilnErrorCode.InvalidInput });
+    await refused({ promptTokens: [1], maxNewTokens: 60 });
+    await expect(worker.generate({ promptTokens: [1], maxNewTokens: 60 })).rejects.toThrow(
+      /exceeds the model's limit of 60 tokens/,
+    );
+    await refused({ promptTokens: [], maxNewTokens: 1 });
+    await expect(worker.generate({ promptTokens: [50], maxNewTokens: 1 })).rejects.toThrow(
+      /\[0, 50\)/,
+    );
+    await expect(
+      worker.generate({ promptTokens: [1], maxNewTokens: 1, sampling: { topP: 2 } }),
+    ).rejects.toThrow(/top_p/);
+    await worker.close();
+  });
+
+  it('fails the sequences of a failed step and keeps serving others', async () => {
+    const decoder = new HashDecoder(50);
+    let failNext = false;
+    const step = decoder.step.bind(decoder);
+    decoder.step = (entries) => {
+      if (failNext) {
+        failNext = false;
+        return Promise.reject(new Error('engine failed'));
+      }
+      return step(entries);
+    };
+    const worker = serve(decoder, { maxBatchSize: 4 });
+    const failing = worker.generate(
+      { promptTokens: [1], maxNewTokens: 5 },
+      { onChunk: () => void (failNext = true) },
+    );
+    await expect(failing).rejects.toThrow('engine failed');
+    expect(await worker.generate({ promptTokens: [1], maxNewTokens: 5 })).toMatchObject({
+      finishReason: 'length',
+    });
+    await worker.close();
+    expect(decoder.openCount).toBe(0);
+  });
+});
