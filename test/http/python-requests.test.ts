@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkEngine } from '@kiln/testing';
+import { v2GrpcClient } from '../support/grpc-client.js';
 import { type TestServer, jsonOf, startTestServer, tempDir } from '../support/server-harness.js';
 
 // What reaches a Python handler from an HTTP request, as DJL Serving's RequestParser makes its
@@ -24,6 +25,14 @@ def handle(inputs):
     return Output().add_as_json([[n, len(v), bytes(v[:8]).decode("latin1")] for n, v in zip(names, values)])
 `;
 
+const DOUBLE = `
+from djl_python import Output
+def handle(inputs):
+    if inputs.is_empty():
+        return None
+    return Output().add_as_numpy([x * 2 for x in inputs.get_as_numpy()])
+`;
+
 const SLOW_LOAD = `
 import time
 time.sleep(30)
@@ -41,6 +50,7 @@ beforeAll(async () => {
     contents: [CONTENTS, ''],
     socket: [CONTENTS, 'option.sharedMemory=false\n'],
     slow: [SLOW_LOAD, 'option.model_loading_timeout=1\n'],
+    double: [DOUBLE, ''],
   };
   const urls = Object.entries(models).map(([name, [source, properties]]) => {
     const dir = path.join(root, name);
@@ -52,7 +62,7 @@ beforeAll(async () => {
     );
     return `${name}::Python=${dir}`;
   });
-  t = await startTestServer({ models: urls });
+  t = await startTestServer({ models: urls, config: { grpc_address: '127.0.0.1:0' } });
   await t.settled();
 });
 
@@ -129,6 +139,28 @@ describe.skipIf(!run)('Python mode: what an HTTP request hands the handler', () 
     expect(socket!.sharedBytes).toBe(0);
     expect(socket!.socketBytes - ELEMENTS * 4).toBeGreaterThan(0);
     expect(socket!.socketBytes - ELEMENTS * 4).toBeLessThan(2048);
+  });
+
+  it('answers a gRPC ModelInfer, decoded and encoded in the serve worker', async () => {
+    const grpc = v2GrpcClient(t.server.urls.grpc!);
+    try {
+      const reply = await grpc.call<{ model_name: string; raw_output_contents: Buffer[] }>(
+        'ModelInfer',
+        {
+          model_name: 'double',
+          inputs: [
+            { name: 'x', datatype: 'FP32', shape: [2], contents: { fp32_contents: [1, 2.5] } },
+          ],
+        },
+      );
+      expect(reply.model_name).toBe('double');
+      const [out] = reply.raw_output_contents;
+      expect([
+        ...new Float32Array(out!.buffer.slice(out!.byteOffset, out!.byteOffset + 8)),
+      ]).toEqual([2, 5]);
+    } finally {
+      grpc.close();
+    }
   });
 
   it("bounds a worker's loading by option.model_loading_timeout (the pool's start timeout)", async () => {

@@ -6,10 +6,13 @@ import {
   V2_BINARY_HEADER,
   buildV2Reply,
   bytesOf,
+  encodeGrpcInferResponse,
+  parseGrpcInferRequest,
   decodeTensors,
   parseV2Request,
   viewBytes,
   type AnyTensor,
+  type GrpcInferRequest,
   type NumericDType,
   type PredictResult,
   type ServingInput,
@@ -29,19 +32,27 @@ export interface PythonRequest {
   readonly contents: Content[];
   /** Raw or v2 tensors: the answer's contents are tensors too (bytes as uint8). */
   readonly raw?: boolean;
-  /** A v2 request, answered as a v2 reply naming its model. */
-  readonly v2?: { request: V2InferRequest; model: { name: string; version: string } };
+  /** A v2 request (HTTP, or gRPC's message), answered as the protocol's reply naming its model. */
+  readonly v2?: {
+    request: V2InferRequest | GrpcInferRequest;
+    grpc: boolean;
+    model: { name: string; version: string };
+  };
 }
 
 export function requestOf(input: ServingInput): PythonRequest {
   if (input.v2) {
-    const request = parseV2Request(input.body ?? new Uint8Array(0), input.v2.headerLength);
+    const body = input.body ?? new Uint8Array(0);
+    const grpc = input.v2.grpc === true;
+    const request = grpc
+      ? parseGrpcInferRequest(body)
+      : parseV2Request(body, input.v2.headerLength);
     const model = { name: input.v2.model, version: input.v2.version };
     return {
       properties: {},
       contents: tensorContents(request.inputs),
       raw: true,
-      v2: { request, model },
+      v2: { request, grpc, model },
     };
   }
   if (input.rawTensors && input.tensors) {
@@ -108,7 +119,12 @@ function v2Output(
   v2: NonNullable<PythonRequest['v2']>,
   contents: readonly Content[],
 ): ServingOutput {
-  const reply = buildV2Reply(v2.request, new NDList(contents.map(contentTensor)), v2.model);
+  const tensors = new NDList(contents.map(contentTensor));
+  if (v2.grpc) {
+    const body = encodeGrpcInferResponse(v2.request as GrpcInferRequest, tensors, v2.model);
+    return { type: 'bytes', body, contentType: 'application/grpc' };
+  }
+  const reply = buildV2Reply(v2.request as V2InferRequest, tensors, v2.model);
   return reply.headerLength === undefined
     ? { type: 'json', value: reply.body }
     : {
