@@ -63,7 +63,18 @@ export class ServeBackend implements WorkerBackend<ServingInput, ServingOutput> 
   ): Promise<BatchRun<ServingOutput>> {
     if (!this.context)
       throw new KilnError(KilnErrorCode.Internal, 'serve worker ran before it started');
-    return { results: await this.context.serve(inputs, { signal }), timings: undefined };
+    const started = performance.now();
+    const results = await this.context.serve(inputs, { signal });
+    // The whole call is the model's time: requests are neither encoded nor decoded here.
+    const inferenceMs = performance.now() - started;
+    const timings = {
+      batchSize: inputs.length,
+      forwards: 1,
+      preprocessMs: 0,
+      inferenceMs,
+      postprocessMs: 0,
+    };
+    return { results, timings };
   }
 
   endProfiling(): Promise<unknown> {
