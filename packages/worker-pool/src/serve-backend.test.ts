@@ -55,10 +55,9 @@ class ServingModel implements Model {
     }
     this.contexts++;
     const listeners: ((error: KilnError) => void)[] = [];
-    const model = this;
     return {
-      async serve(inputs: readonly ServingInput[]): Promise<PredictResult<ServingOutput>[]> {
-        model.batches.push(inputs.length);
+      serve: async (inputs: readonly ServingInput[]): Promise<PredictResult<ServingOutput>[]> => {
+        this.batches.push(inputs.length);
         await new Promise((resolve) => setTimeout(resolve, 5));
         const texts = inputs.map((input) => new TextDecoder().decode(input.body));
         if (texts.includes('die')) {
