@@ -152,7 +152,8 @@ async function runStep(workerId: number, id: number, request: StepRequest): Prom
     if (!stepper)
       throw new KilnError(KilnErrorCode.Internal, `step worker ${workerId} is not hosted here`);
     const reply = await stepper.step(request);
-    post({ type: 'stepped', worker: workerId, id, ...reply }, [reply.tokens.buffer as ArrayBuffer]);
+    const transfer = [reply.tokens.buffer, ...(reply.logprobs ? [reply.logprobs.buffer] : [])];
+    post({ type: 'stepped', worker: workerId, id, ...reply }, transfer as ArrayBuffer[]);
   } catch (error) {
     const failure = KilnError.wrap(error, KilnErrorCode.EngineError, 'the step failed');
     post({ type: 'step-failed', worker: workerId, id, error: failure.toJSON() });
