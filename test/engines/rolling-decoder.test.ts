@@ -2,13 +2,17 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  type GenerationRequest,
-  RollingScheduler,
+  type GenerationJob,
+  type GenerationOutput,
+  JobQueue,
+  RollingLoop,
+  type RollingLoopOptions,
   SeededSource,
+  SequenceStepper,
   randomWorkload,
+  serveQueue,
 } from '@kiln/batching';
-import { OrtStepDecoder } from '@kiln/engine-onnxruntime';
-import { startInferenceThread as startThread } from '@kiln/worker-pool';
+import { type OrtStepDecoder, loadOrtStepDecoder } from '@kiln/engine-onnxruntime';
 import { gptDecoderModel } from '@kiln/model-tools';
 import { tempDir } from '../support/server-harness.js';
 
@@ -25,33 +29,47 @@ beforeAll(async () => {
     heads: 2,
     maxLen: 512,
   });
-  decoder = await OrtStepDecoder.load(model.dir, {
-    startThread,
-    session: { intraOpNumThreads: 1 },
-  });
+  decoder = await loadOrtStepDecoder(model.dir, { session: { intraOpNumThreads: 1 } });
 });
 afterAll(async () => {
   await decoder?.close();
   fs.rmSync(root, { recursive: true, force: true });
 });
 
-async function alone(request: GenerationRequest): Promise<readonly number[]> {
-  const scheduler = new RollingScheduler(decoder, { maxBatchSize: 1 });
-  return (await scheduler.generate(request)).tokens;
+/** A rolling loop over the decoder on this thread, serving its own queue. */
+function rolling(options: RollingLoopOptions) {
+  const stepper = new SequenceStepper(decoder);
+  const loop = new RollingLoop(stepper, stepper.info, options);
+  const queue = new JobQueue<GenerationJob, GenerationOutput>();
+  const served = serveQueue(loop, queue);
+  return {
+    loop,
+    generate: (job: GenerationJob) => queue.submit(job).result.then((r) => r.tokens),
+    close: () => (queue.close(), served),
+  };
+}
+
+async function alone(request: GenerationJob): Promise<readonly number[]> {
+  const one = rolling({ maxBatchSize: 1 });
+  const tokens = await one.generate(request);
+  await one.close();
+  return tokens;
 }
 
 /** Submits each request after a random pause, so that they join and leave running batches. */
 async function arriving(
-  scheduler: RollingScheduler<unknown>,
-  requests: readonly GenerationRequest[],
+  scheduler: ReturnType<typeof rolling>,
+  requests: readonly GenerationJob[],
   random: SeededSource,
 ): Promise<(readonly number[])[]> {
   const results: Promise<readonly number[]>[] = [];
   for (const request of requests) {
-    results.push(scheduler.generate(request).then((r) => r.tokens));
+    results.push(scheduler.generate(request));
     await new Promise((resolve) => setTimeout(resolve, random.exponential(3)));
   }
-  return Promise.all(results);
+  const tokens = await Promise.all(results);
+  await scheduler.close();
+  return tokens;
 }
 
 describe('rolling batching on an ONNX Runtime decoder', () => {
@@ -63,9 +81,9 @@ describe('rolling batching on an ONNX Runtime decoder', () => {
       maxPrompt: 256,
       maxOutput: 256,
     });
-    const scheduler = new RollingScheduler(decoder, { maxBatchSize: 8, maxPrefillTokens: 96 });
+    const scheduler = rolling({ maxBatchSize: 8, maxPrefillTokens: 96 });
     let widest = 0;
-    scheduler.onStep((s) => (widest = Math.max(widest, s.sequences)));
+    scheduler.loop.onStep((s) => (widest = Math.max(widest, s.sequences)));
     const batched = await arriving(scheduler, requests, random);
     expect(widest).toBeGreaterThan(1);
     for (const [i, request] of requests.entries())
@@ -83,7 +101,7 @@ describe('rolling batching on an ONNX Runtime decoder', () => {
       ...r,
       sampling: { doSample: true, topP: 0.9, temperature: 0.9, seed: i },
     }));
-    const scheduler = new RollingScheduler(decoder, { maxBatchSize: 6, maxPrefillTokens: 32 });
+    const scheduler = rolling({ maxBatchSize: 6, maxPrefillTokens: 32 });
     const batched = await arriving(scheduler, requests, random);
     for (const [i, request] of requests.entries())
       expect(batched[i], `request ${i}`).toEqual(await alone(request));

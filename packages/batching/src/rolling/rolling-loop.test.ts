@@ -5,14 +5,14 @@ import type { JobOptions } from '../job.js';
 import { HashDecoder } from '../test-support/hash-decoder.js';
 import { flush } from '../test-support/promises.js';
 import type { GenerationChunk, GenerationJob, GenerationOutput } from './generation-job.js';
-import { RollingLoop, type RollingLoopOptions } from './rolling-loop.js';
+import { RollingLoop, type RollingLoopOptions, serveQueue } from './rolling-loop.js';
 import { SequenceStepper } from './sequence-stepper.js';
 import { SeededSource, randomWorkload } from './test-workload.js';
 
 const VOCAB = ['<|endoftext|>', ...'abcdefghijklmnopqrstuvwxyz ._'];
 const tokenizer = new CharTokenizer(VOCAB);
 
-/** A step worker in miniature: its loop takes the first job, then admits more at each step. */
+/** A step worker in miniature, on this thread. */
 function serve(
   decoder: HashDecoder,
   options: RollingLoopOptions & { tokenizer?: TextTokenizer; eosTokenId?: number } = {},
@@ -24,13 +24,7 @@ function serve(
     options,
   );
   const queue = new JobQueue<GenerationJob, GenerationOutput>();
-  const served = (async () => {
-    for (;;) {
-      const first = await queue.takeBatch({ maxSize: 1, maxDelayMs: 0 });
-      if (first.length === 0) return;
-      await loop.run(first, (max, fits) => queue.takeNow(max, fits));
-    }
-  })();
+  const served = serveQueue(loop, queue);
   return {
     loop,
     queue,

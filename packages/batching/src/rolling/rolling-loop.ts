@@ -1,6 +1,7 @@
 import { KilnError, KilnErrorCode, StopText, checkSamplingParams } from '@kiln/core';
 import { type Clock, systemClock } from '../clock.js';
 import type { Job } from '../job.js';
+import type { JobQueue } from '../job-queue.js';
 import type {
   FinishReason,
   GenerationChunk,
@@ -385,6 +386,21 @@ export class RollingLoop {
       timeToFirstTokenMs: sequence.firstTokenMs,
       interTokenMs: sequence.interTokenMs,
     };
+  }
+}
+
+/**
+ * Serves a queue with one loop on this thread, as a step worker serves the pool's, until the
+ * queue is closed and empty: in-process generation (tests, benches) with no threads between.
+ */
+export async function serveQueue(
+  loop: RollingLoop,
+  queue: JobQueue<GenerationJob, GenerationOutput>,
+): Promise<void> {
+  for (;;) {
+    const first = await queue.takeBatch({ maxSize: 1, maxDelayMs: 0 });
+    if (first.length === 0) return;
+    await loop.run(first, (max, fits) => queue.takeNow(max, fits));
   }
 }
 
