@@ -38,7 +38,7 @@ export interface PythonWorkerOptions {
   /**
    * Bytes one request's answer may hold (max_response_size; a batch's answer, that many per
    * request). The worker refuses a larger answer itself; Node refuses a frame that announces
-   * more before reading it, and replaces the worker.
+   * more before reading it, and the worker ends.
    */
   readonly maxResponseBytes?: number;
   /** Resident memory past which the worker ends after its call (max_worker_rss_mb). */
