@@ -18,7 +18,11 @@ export interface GenerationChunk {
   readonly token: number;
   /** The text it adds that may be shown now ('' while a character or a stop string is held). */
   readonly text: string;
-  /** Its place among the generated tokens, from 0. */
+  /**
+   * Its place among the generated tokens, from 0. A job ending at its end-of-sequence token
+   * may send one more chunk repeating the last token and index, with the text it held back
+   * for a stop string that never came.
+   */
   readonly index: number;
   /** Natural log of its probability under the model's logits, when the job asked. */
   readonly logprob?: number;
