@@ -130,9 +130,19 @@ describe('RollingLoop', () => {
 
     const eos = first.tokens[4]!;
     const untilEos = serve(new HashDecoder(VOCAB.length), { tokenizer, eosTokenId: eos });
-    expect(await untilEos.generate(job)).toMatchObject({
-      finishReason: 'eos',
-      tokens: first.tokens.slice(0, first.tokens.indexOf(eos)),
+    const beforeEos = first.tokens.slice(0, first.tokens.indexOf(eos));
+    expect(await untilEos.generate(job)).toMatchObject({ finishReason: 'eos', tokens: beforeEos });
+    // Text held back for a stop string that never came is sent when the end of text comes.
+    const held: GenerationChunk[] = [];
+    const heldBack = await untilEos.generate(
+      { ...job, stop: [`${tokenizer.decode(beforeEos.slice(-1))}~`] },
+      { onChunk: (chunk) => void held.push(chunk as GenerationChunk) },
+    );
+    expect(heldBack.text).toBe(tokenizer.decode(beforeEos));
+    expect(held.map((c) => c.text).join('')).toBe(heldBack.text);
+    expect(held.at(-1)).toMatchObject({
+      index: beforeEos.length - 1,
+      text: heldBack.text.slice(-1),
     });
     await untilEos.close();
 
