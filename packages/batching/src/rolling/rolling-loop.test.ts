@@ -203,6 +203,20 @@ describe('RollingLoop', () => {
     expect(decoder.openCount).toBe(0);
   });
 
+  it('frees the cache of a cancelled job that waited for its share of the prefill', async () => {
+    const decoder = new HashDecoder(50);
+    const worker = serve(decoder, { maxBatchSize: 2, maxPrefillTokens: 4 });
+    const long = worker.generate({ promptTokens: Array(40).fill(1), maxNewTokens: 2 });
+    const handle = worker.queue.submit({ promptTokens: [1, 2, 3], maxNewTokens: 2 });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(decoder.openCount).toBe(2); // both opened, only the long one fed
+    handle.cancel();
+    await expect(handle.result).rejects.toMatchObject({ code: KilnErrorCode.Cancelled });
+    await long;
+    await worker.close();
+    expect(decoder.openCount).toBe(0);
+  });
+
   it('leaves jobs queued while the cache budget is reserved, and refuses ones that can never run', async () => {
     const worker = serve(new HashDecoder(50, 100), { maxBatchSize: 8, maxCacheTokens: 60 });
     let most = 0;

@@ -76,7 +76,6 @@ interface Sequence {
   readonly admittedAt: number;
   /** Prompt tokens already fed. */
   fed: number;
-  opened: boolean;
   done: boolean;
   /** The job's onChunk promise: the sequence sits out steps until it settles. */
   held: Promise<void> | undefined;
@@ -98,7 +97,8 @@ export class RollingLoop {
   readonly maxCacheTokens: number;
   private readonly clock: Clock;
   private readonly active: Sequence[] = [];
-  private readonly opens: SequenceOpen[] = [];
+  /** Admitted sequences the runner has not been told of yet. */
+  private readonly unopened: Sequence[] = [];
   private releases: number[] = [];
   private readonly stepListeners = new Set<(step: StepReport) => void>();
   private readonly onDone: RollingLoopOptions['onDone'];
@@ -178,7 +178,7 @@ export class RollingLoop {
         continue;
       }
       const request: StepRequest = {
-        opens: this.opens.splice(0),
+        opens: this.unopened.splice(0).map(openOf),
         entries,
         releases: this.releases.splice(0),
       };
@@ -213,11 +213,6 @@ export class RollingLoop {
     }
   }
 
-  /** Fails every job being decoded (the worker is going away). */
-  failAll(error: KilnError): void {
-    for (const sequence of [...this.active]) this.retire(sequence, undefined, error);
-  }
-
   /** Accepts jobs, oldest first, while their reservations fit in what the cache has left. */
   private fitter(): (job: GenerationJob) => boolean {
     let left = this.maxCacheTokens - this.reserved;
@@ -249,17 +244,12 @@ export class RollingLoop {
         reserved: reserve(job.input),
         admittedAt: now,
         fed: 0,
-        opened: false,
         done: false,
         held: undefined,
       };
       this.reserved += sequence.reserved;
       this.active.push(sequence);
-      this.opens.push({
-        seq: sequence.seq,
-        sampling: job.input.sampling,
-        logprobs: job.input.logprobs,
-      });
+      this.unopened.push(sequence);
     }
   }
 
@@ -286,7 +276,6 @@ export class RollingLoop {
         budget -= tokens.length;
         sample = sequence.fed + tokens.length === prompt.length;
       }
-      sequence.opened = true;
       entries.push({ seq: sequence.seq, tokens, sample });
       sequences.push(sequence);
     }
@@ -357,12 +346,9 @@ export class RollingLoop {
     sequence.done = true;
     this.active.splice(this.active.indexOf(sequence), 1);
     this.reserved -= sequence.reserved;
-    if (sequence.opened) this.releases.push(sequence.seq);
-    else
-      this.opens.splice(
-        this.opens.findIndex((o) => o.seq === sequence.seq),
-        1,
-      );
+    const unopened = this.unopened.indexOf(sequence);
+    if (unopened >= 0) this.unopened.splice(unopened, 1);
+    else this.releases.push(sequence.seq);
     const { job, admittedAt } = sequence;
     if (job.settled) {
       this.onDone?.(job, { answered: false, admittedAt });
@@ -402,6 +388,11 @@ export async function serveQueue(
     if (first.length === 0) return;
     await loop.run(first, (max, fits) => queue.takeNow(max, fits));
   }
+}
+
+/** How the runner starts a sequence: its sampling, and whether it reports log-probabilities. */
+function openOf({ seq, job }: Sequence): SequenceOpen {
+  return { seq, sampling: job.input.sampling, logprobs: job.input.logprobs };
 }
 
 /** Cache tokens a job holds while it runs: its prompt and every token it may add. */
