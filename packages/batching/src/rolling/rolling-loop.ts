@@ -192,6 +192,7 @@ export class RollingLoop {
         for (const sequence of sequences) this.retire(sequence, undefined, error);
         continue;
       }
+      const ms = this.clock.now() - started;
       this.steps++;
       let k = 0;
       entries.forEach((entry, i) => {
@@ -202,7 +203,6 @@ export class RollingLoop {
         if (sequence.done) return; // cancelled while the step ran
         this.emit(sequence, reply.tokens[at]!, reply.texts[at] ?? '', reply.logprobs?.[at]);
       });
-      const ms = this.clock.now() - started;
       for (const listener of this.stepListeners)
         listener({ sequences: entries.length, prefillTokens, ms, hostMs: reply.hostMs });
     }
