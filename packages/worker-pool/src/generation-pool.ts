@@ -2,6 +2,7 @@ import {
   type GenerationJob,
   type GenerationOutput,
   type StepModelInfo,
+  type StepReport,
   checkGenerationJob,
 } from '@kiln/batching';
 import {
@@ -36,15 +37,11 @@ export interface GenerationStats {
   readonly tokensGenerated: number;
 }
 
-/** One step of one step worker: what it fed, and where its time went. */
-export interface GenerationStep {
-  readonly sequences: number;
-  readonly prefillTokens: number;
-  /** The step's round trip, as the rolling loop on the main thread saw it. */
-  readonly ms: number;
-  /** The step on the worker's thread (decoder, sampling, detokenizing); `ms - hostMs` is messaging. */
-  readonly hostMs: number;
-}
+/**
+ * One step of one step worker: sequences and prompt tokens fed, its round trip `ms` as the
+ * rolling loop saw it and `hostMs` on the worker's thread; `ms - hostMs` is messaging.
+ */
+export type GenerationStep = StepReport;
 
 /**
  * A pool of step workers for text generation (`option.rolling_batch`): jobs are tokenized
