@@ -218,6 +218,21 @@ describe('createGenerationPool', () => {
     expect(generation.stats().totals).toMatchObject({ succeeded: 12, failed: 0 });
   });
 
+  it('starts a worker for a job when it has none, and lets it go after max_idle_time', async () => {
+    const generation = await pool({ minWorkers: 0, maxWorkers: 1, maxIdleTimeS: 0.2 });
+    expect(generation.describe().workerGroups[0]!.workers).toHaveLength(0);
+    expect(generation.limits.maxSequenceLength).toBe(0);
+    // Limits are known to the worker: a job that can never run fails there.
+    await expect(generation.predict(job('hello', 600))).rejects.toMatchObject({
+      code: KilnErrorCode.InvalidInput,
+    });
+    expect(await generation.predict(job('hello', 5))).toMatchObject({ finishReason: 'length' });
+    expect(generation.limits.maxSequenceLength).toBe(512);
+    while (generation.describe().workerGroups[0]!.workers.length > 0)
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await generation.predict(job('world', 5))).toMatchObject({ finishReason: 'length' });
+  });
+
   it('is refused by createWorkerPool, whose jobs are tensors', async () => {
     await expect(
       createWorkerPool({ model: { url: modelDir, engines: [STEP_ENGINE_MODULE] } }),
