@@ -1,0 +1,71 @@
+import { BpeTokenizer, GPT2_END_OF_TEXT, type StepDecoder, type StepEntry } from '@kiln/core';
+import { describe, expect, it } from 'vitest';
+import { SequenceStepper } from './sequence-stepper.js';
+
+/** GPT-2's byte → printable character table (bytes_to_unicode). */
+function byteChars(): string[] {
+  const printable = (b: number) =>
+    (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+  let extra = 0;
+  return Array.from({ length: 256 }, (_, b) =>
+    String.fromCodePoint(printable(b) ? b : 256 + extra++),
+  );
+}
+
+/** A byte-level vocabulary without merges: a multi-byte character is several tokens. */
+function byteTokenizer(): BpeTokenizer {
+  const vocab: Record<string, number> = {};
+  byteChars().forEach((c, b) => (vocab[c] = b));
+  vocab[GPT2_END_OF_TEXT] = 256;
+  return BpeTokenizer.fromGpt2Files(vocab, '#version: 0.2\n');
+}
+
+/** Every sequence's logits pick the next token of `script`, whatever it was fed. */
+class ScriptDecoder implements StepDecoder<{ next: number }> {
+  readonly vocabSize = 257;
+  readonly maxSequenceLength = 1000;
+  readonly cacheBytesPerToken = 1;
+  constructor(private readonly script: readonly number[]) {}
+  open = () => ({ next: 0 });
+  release(): void {}
+  async step(entries: readonly StepEntry<{ next: number }>[]): Promise<Float32Array[]> {
+    return entries.map(({ state }) => {
+      const logits = new Float32Array(this.vocabSize);
+      logits[this.script[state.next++]!] = 1;
+      return logits;
+    });
+  }
+}
+
+describe('SequenceStepper', () => {
+  it('detokenizes each sequence as it goes, never splitting a UTF-8 character', async () => {
+    const tokenizer = byteTokenizer();
+    const text = 'héllo, café — 世界 🎉🎉 ok';
+    const script = tokenizer.encode(text);
+    expect(script.length).toBeGreaterThan([...text].length);
+    const stepper = new SequenceStepper(new ScriptDecoder(script), tokenizer);
+    const pieces: string[][] = [[], []];
+    let logprob = 0;
+    for (let i = 0; i < script.length; i++) {
+      const reply = await stepper.step({
+        opens: i === 0 ? [{ seq: 1 }, { seq: 2, logprobs: true }] : [],
+        entries: [1, 2].map((seq) => ({
+          seq,
+          tokens: [i === 0 ? 0 : script[i - 1]!],
+          sample: true,
+        })),
+        releases: [],
+      });
+      expect(Array.from(reply.tokens)).toEqual([script[i], script[i]]);
+      reply.texts.forEach((piece, k) => pieces[k]!.push(piece));
+      expect(reply.logprobs?.[0]).toBeNaN();
+      logprob = reply.logprobs![1]!;
+    }
+    for (const streamed of pieces) {
+      expect(streamed.join('')).toBe(text);
+      for (const piece of streamed) expect(piece).not.toContain('\uFFFD');
+    }
+    expect(logprob).toBeCloseTo(1 - Math.log(Math.E + 256), 5);
+    await stepper.close();
+  });
+});
