@@ -5,7 +5,8 @@ import { KilnError, KilnErrorCode, spawnModuleWorker } from '@kiln/core';
 import type { FromHost, ToHost } from './worker-protocol.js';
 
 // The one place in Kiln that starts threads for inference: host threads for the pool's
-// workers, and threads for engine pieces that keep state of their own (a decoder's caches).
+// workers, and threads of other modules that must keep work off the event loop (a generation
+// pool's prompt tokenizer).
 
 // The host's entry sits beside this file, as .ts from source and as .js once built.
 const HOST_ENTRY = new URL(
@@ -162,8 +163,8 @@ export function sharedHostThread(key: string): HostThread {
 }
 
 /**
- * Starts a thread running an engine's own module (a decoder keeping its KV caches on one
- * thread). The caller owns the thread and its messages.
+ * Starts a thread running a module of its own (a generation pool's prompt tokenizer). The
+ * caller owns the thread and its messages.
  */
 export function startInferenceThread(moduleUrl: URL, options: WorkerOptions = {}): Worker {
   return spawnModuleWorker(moduleUrl, options);
