@@ -5,13 +5,19 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultCharVocab, gptDecoderModel } from '@kiln/model-tools';
-import { generateText } from '@kiln/batching';
+import {
+  type GenerationJob,
+  type GenerationOutput,
+  JobQueue,
+  RollingLoop,
+  SequenceStepper,
+} from '@kiln/batching';
 import {
   type GenerationParameters,
-  TokenTextStream,
   loadTextTokenizer,
   parseGenerationParameters,
 } from '@kiln/core';
+import { loadOrtStepDecoder } from '@kiln/engine-onnxruntime';
 import {
   type TestServer,
   expectCleanError,
@@ -200,17 +206,30 @@ describe('a long prompt never holds the server', () => {
 });
 
 describe('generation through the tokenizer threads', () => {
-  /** The text the old path gave: the tokenizer on the main thread, one TokenTextStream. */
-  async function mainThreadText(prompt: string, parameters: GenerationParameters) {
+  /** The text of the same decoder, sampler and tokenizer run alone on this thread. */
+  async function mainThreadText(
+    prompt: string,
+    parameters: GenerationParameters,
+  ): Promise<GenerationOutput> {
     const tokenizer = await loadTextTokenizer(modelDir);
-    const stream = new TokenTextStream(tokenizer);
-    const inline = {
-      eosTokenId: tokenizer.eosTokenId,
-      encode: (text: string) => tokenizer.encode(text),
-      decode: (tokens: readonly number[]) => tokens.map((token) => stream.push(token)).join(''),
-    };
-    const scheduler = t.server.models.get('gpt').generator!.scheduler;
-    return generateText(scheduler, inline, prompt, parameters);
+    const stepper = new SequenceStepper(
+      await loadOrtStepDecoder(modelDir, { session: { intraOpNumThreads: 1 } }),
+      tokenizer,
+    );
+    try {
+      const loop = new RollingLoop(stepper, stepper.info, { maxBatchSize: 1 });
+      const queue = new JobQueue<GenerationJob, GenerationOutput>();
+      const handle = queue.submit({
+        promptTokens: tokenizer.encode(prompt),
+        maxNewTokens: parameters.maxNewTokens,
+        sampling: parameters,
+        stop: parameters.stop,
+      });
+      await loop.run(queue.takeNow(1), () => []);
+      return await handle.result;
+    } finally {
+      await stepper.close();
+    }
   }
 
   it('generates the same text as the tokenizer on the main thread, streamed or not', async () => {

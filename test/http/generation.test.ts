@@ -235,9 +235,9 @@ describe('text generation over HTTP', () => {
     const reader = response.body!.getReader();
     await reader.read();
     controller.abort();
-    const scheduler = t.server.models.get('gpt').generator!.scheduler;
-    for (let i = 0; i < 200 && scheduler.stats().active > 0; i++) await sleep(10);
-    expect(scheduler.stats()).toMatchObject({ active: 0, waiting: 0, cacheTokensReserved: 0 });
+    const pool = t.server.models.generationPool('gpt', undefined);
+    for (let i = 0; i < 200 && pool.generation().active > 0; i++) await sleep(10);
+    expect(pool.generation()).toMatchObject({ active: 0, waiting: 0, cacheTokensReserved: 0 });
     expect(await metric('kiln_generation_active_sequences')).toBe(0);
     // It stopped well before its 500 tokens.
     expect(await metric('kiln_generation_tokens_total')).toBeLessThan(tokensBefore + 500);
@@ -292,8 +292,8 @@ describe('text generation over HTTP', () => {
   // Last: it stops the server.
   it('answers accepted generations in full when the server stops, and refuses new ones', async () => {
     const accepted = post('/predictions/gpt', { inputs: 'a', parameters: { max_new_tokens: 200 } });
-    const scheduler = t.server.models.get('gpt').generator!.scheduler;
-    for (let i = 0; i < 200 && scheduler.stats().active === 0; i++) await sleep(5);
+    const pool = t.server.models.generationPool('gpt', undefined);
+    for (let i = 0; i < 200 && pool.generation().active === 0; i++) await sleep(5);
     const stopping = t.stop();
     // On fresh connections: the drain closes idle keep-alive ones, so a pooled one may be gone.
     for (const [route, body] of [

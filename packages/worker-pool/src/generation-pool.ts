@@ -31,6 +31,8 @@ export interface GenerationStats {
   /** Jobs accepted and not yet admitted by a worker. */
   readonly waiting: number;
   readonly cacheTokensUsed: number;
+  /** Cache tokens the active sequences may still grow into (prompt + max_new_tokens each). */
+  readonly cacheTokensReserved: number;
   readonly cacheBytesUsed: number;
   readonly cacheTokensBudget: number;
   readonly steps: number;
@@ -150,6 +152,7 @@ class StepPool extends WorkerPool<GenerationJob, GenerationOutput> implements Ge
       active: 0,
       waiting: this.stats().queueDepth,
       cacheTokensUsed: 0,
+      cacheTokensReserved: 0,
       cacheBytesUsed: 0,
       cacheTokensBudget: 0,
       steps: 0,
@@ -160,6 +163,7 @@ class StepPool extends WorkerPool<GenerationJob, GenerationOutput> implements Ge
       if (!stats) continue;
       totals.active += stats.active;
       totals.cacheTokensUsed += stats.cacheTokensUsed;
+      totals.cacheTokensReserved += stats.cacheTokensReserved;
       totals.cacheBytesUsed += stats.cacheBytesUsed;
       totals.cacheTokensBudget += stats.cacheTokensBudget;
       totals.steps += stats.steps;

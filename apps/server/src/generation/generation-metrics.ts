@@ -1,6 +1,6 @@
 import { Counter, Gauge, Histogram } from 'prom-client';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
-import type { GenerativeModel } from './generative-model.js';
+import type { GenerationPool, GenerationStats } from '@kiln/worker-pool';
 
 const TOKEN_LATENCY_BUCKETS = [
   0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
@@ -12,7 +12,7 @@ const TOKEN_LATENCY_BUCKETS = [
  * waiting sequences and the KV cache in use, read when Prometheus scrapes.
  */
 export class GenerationMetrics {
-  private readonly models = new Map<string, GenerativeModel>();
+  private readonly models = new Map<string, GenerationPool>();
   readonly timeToFirstToken: Histogram<'model'>;
   readonly interToken: Histogram<'model'>;
   readonly tokens: Counter<'model'>;
@@ -40,7 +40,7 @@ export class GenerationMetrics {
       registers,
     });
     const models = this.models;
-    const gauge = (name: string, help: string, read: (m: GenerativeModel) => number) =>
+    const gauge = (name: string, help: string, read: (s: GenerationStats) => number) =>
       new Gauge({
         name,
         help,
@@ -48,40 +48,30 @@ export class GenerationMetrics {
         registers,
         collect() {
           this.reset();
-          for (const [model, m] of models) this.set({ model }, read(m));
+          for (const [model, pool] of models) this.set({ model }, read(pool.generation()));
         },
       });
-    gauge(
-      'kiln_generation_active_sequences',
-      'Sequences in the rolling batch',
-      (m) => m.scheduler.stats().active,
-    );
-    gauge(
-      'kiln_generation_waiting_sequences',
-      'Requests waiting for a slot',
-      (m) => m.scheduler.stats().waiting,
-    );
+    gauge('kiln_generation_active_sequences', 'Sequences in the rolling batch', (s) => s.active);
+    gauge('kiln_generation_waiting_sequences', 'Requests waiting for a slot', (s) => s.waiting);
     gauge(
       'kiln_generation_kv_cache_bytes',
       'KV cache held by active sequences',
-      (m) => m.scheduler.stats().cacheBytesUsed,
+      (s) => s.cacheBytesUsed,
     );
     gauge(
       'kiln_generation_kv_cache_reserved_ratio',
       'Share of the KV cache budget reserved by active sequences',
-      (m) => {
-        const s = m.scheduler.stats();
-        return s.cacheTokensReserved / s.cacheTokensBudget;
-      },
+      (s) => (s.cacheTokensBudget > 0 ? s.cacheTokensReserved / s.cacheTokensBudget : 0),
     );
   }
 
-  watch(model: GenerativeModel): void {
-    this.models.set(model.name, model);
+  watch(name: string, pool: GenerationPool): void {
+    this.models.set(name, pool);
   }
 
-  forget(name: string): void {
-    this.models.delete(name);
+  /** Stops reading `pool` (another version of the model may be the one watched now). */
+  forget(name: string, pool: GenerationPool): void {
+    if (this.models.get(name) === pool) this.models.delete(name);
   }
 
   /** Records one finished request's token timings. */

@@ -1,30 +1,15 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import { type GenerationParameters, KilnError, KilnErrorCode } from '@kiln/core';
-import { type TextGenerationResult, generateText } from '@kiln/batching';
+import type { GenerationChunk, GenerationJob, GenerationOutput } from '@kiln/batching';
+import type { GenerationPool } from '@kiln/worker-pool';
 import { type BodyLimits, readBody } from '../http/read-body.js';
 import { type ServerContext, bodyLimits } from '../routes/server-context.js';
-import type { GenerativeModel } from './generative-model.js';
-import { streamingTokenizer } from './streaming-tokenizer.js';
 
-/**
- * The generative model a prediction names; undefined when it names something else or nothing
- * known, so that the inference routes answer it as they would any prediction.
- */
-export function generativeModel(
-  server: ServerContext,
-  name: string,
-  version: string | undefined,
-): GenerativeModel | undefined {
-  let entry;
-  try {
-    entry = server.models.get(name, version);
-  } catch {
-    return undefined;
-  }
-  if (!entry.generator) return undefined;
-  if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
-  return entry.generator;
+/** A text-generation model a request named, ready to take it. */
+export interface GenerativeModel {
+  readonly name: string;
+  readonly pool: GenerationPool;
 }
 
 /** The generative model a generation route names; anything else is a client error. */
@@ -34,21 +19,7 @@ export function requireGenerativeModel(
   version: string | undefined,
 ): GenerativeModel {
   if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
-  const entry = server.models.get(name, version);
-  if (!entry.generator) {
-    if (entry.state === 'PENDING')
-      throw new KilnError(KilnErrorCode.ModelNotReady, `model ${name} is still loading`);
-    if (entry.state === 'FAILED')
-      throw new KilnError(
-        KilnErrorCode.ModelLoadFailed,
-        `model ${name} failed to load: ${entry.error ?? ''}`,
-      );
-    throw new KilnError(
-      KilnErrorCode.InvalidInput,
-      `model ${name} does not generate text (its serving.properties has no option.rolling_batch)`,
-    );
-  }
-  return entry.generator;
+  return { name, pool: server.models.generationPool(name, version) };
 }
 
 /** Room in a generation body for everything but its prompt (parameters, chat roles, JSON). */
@@ -98,7 +69,7 @@ export interface TextPiece {
 export interface StreamFormat {
   readonly contentType: string;
   piece(piece: TextPiece): string;
-  end(result: TextGenerationResult): string;
+  end(result: GenerationOutput): string;
   error(error: KilnError): string;
 }
 
@@ -117,10 +88,13 @@ function checkPromptSize(prompt: string, maxPromptBytes: number): void {
 }
 
 /**
- * Runs one generation for an HTTP request. A client that goes away aborts it, so its slot is
- * free at the next step. Without `stream` it answers the result; with one, nothing is sent
- * until the first text or the end (so refusals still get their status), then each piece as
- * it comes, then `stream.end`.
+ * Runs one generation for an HTTP request as a job of the model's pool: the prompt is
+ * tokenized on the pool's prompt thread, the job waits in the pool's queue like any other,
+ * and its tokens come back as chunks. A client that goes away cancels it, so its slot is free
+ * at the next step. Without `stream` it answers the result; with one, nothing is sent until
+ * the first text or the end (so refusals still get their status), then each piece as it
+ * comes — a client that reads slowly holds its own job's next step, no one else's — then
+ * `stream.end`.
  */
 export async function runGeneration(
   ctx: Context,
@@ -129,7 +103,7 @@ export async function runGeneration(
   prompt: string,
   parameters: GenerationParameters,
   stream?: StreamFormat,
-): Promise<TextGenerationResult | undefined> {
+): Promise<GenerationOutput | undefined> {
   ctx.state.model = model.name;
   checkPromptSize(prompt, server.config.maxPromptBytes);
   const abort = new AbortController();
@@ -138,25 +112,22 @@ export async function runGeneration(
   };
   ctx.res.once('close', onClose);
   const early: TextPiece[] = [];
-  let sink: ((piece: TextPiece) => void) | undefined = undefined;
+  let sink: ((piece: TextPiece) => void | Promise<void>) | undefined = undefined;
   let firstText: () => void = () => undefined;
   const first = new Promise<void>((resolve) => (firstText = resolve));
-  const tokenizer = streamingTokenizer(model.tokenizers);
-  const result = generateText(model.scheduler, tokenizer, prompt, parameters, {
+  const result = submitGeneration(model.pool, prompt, parameters, {
     signal: abort.signal,
-    onText: (text, token) => {
-      if (sink) sink({ text, token });
-      else if (stream) {
-        early.push({ text, token });
+    onText: (piece) => {
+      if (sink) return sink(piece);
+      if (stream) {
+        early.push(piece);
         firstText();
       }
     },
-  })
-    .then((r) => {
-      server.models.generationMetrics.record(model.name, r.timeToFirstTokenMs, r.interTokenMs);
-      return r;
-    })
-    .finally(() => tokenizer.end());
+  }).then((r) => {
+    server.models.generationMetrics.record(model.name, r.timeToFirstTokenMs, r.interTokenMs);
+    return r;
+  });
   if (!stream) {
     try {
       return await result;
@@ -176,10 +147,15 @@ export async function runGeneration(
   ctx.set('Cache-Control', 'no-cache');
   ctx.set('X-Accel-Buffering', 'no');
   ctx.body = out;
-  const write = (piece: TextPiece) => {
-    if (!out.writableEnded) out.write(stream.piece(piece));
+  const write = (piece: TextPiece): void | Promise<void> => {
+    if (out.writableEnded || out.write(stream.piece(piece))) return;
+    // The client's socket is full: this job's next step waits for it to drain (or go away).
+    return new Promise((resolve) => {
+      out.once('drain', resolve);
+      ctx.res.once('close', resolve);
+    });
   };
-  for (const piece of early) write(piece);
+  for (const piece of early) void write(piece);
   sink = write;
   result
     .then(
@@ -189,4 +165,31 @@ export async function runGeneration(
     )
     .finally(() => ctx.res.off('close', onClose));
   return undefined;
+}
+
+/**
+ * Tokenizes a prompt and submits it to a generation pool; `onText` gets each piece of text as
+ * soon as it may be shown (a promise it returns holds the job's next step).
+ */
+async function submitGeneration(
+  pool: GenerationPool,
+  prompt: string,
+  parameters: GenerationParameters,
+  options: { signal: AbortSignal; onText: (piece: TextPiece) => void | Promise<void> },
+): Promise<GenerationOutput> {
+  const promptTokens = await pool.encode(prompt);
+  options.signal.throwIfAborted();
+  const job: GenerationJob = {
+    promptTokens,
+    maxNewTokens: parameters.maxNewTokens,
+    sampling: parameters,
+    stop: parameters.stop,
+  };
+  return pool.submit(job, {
+    signal: options.signal,
+    onChunk: (chunk) => {
+      const { text, token } = chunk as GenerationChunk;
+      if (text) return options.onText({ text, token });
+    },
+  }).result;
 }

@@ -1,16 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { KilnError, KilnErrorCode, parseGenerationParameters } from '@kiln/core';
-import type { FinishReason, TextGenerationResult } from '@kiln/batching';
+import type { FinishReason, GenerationOutput } from '@kiln/batching';
 import { openAiFieldError, openAiStreamError } from '../http/openai-error.js';
+import type { ModelEntry } from '../models/model-entry.js';
 import type { ServerContext } from '../routes/server-context.js';
-import {
-  generativeModel,
-  readJsonObject,
-  requireGenerativeModel,
-  runGeneration,
-} from './generation-request.js';
+import { readJsonObject, requireGenerativeModel, runGeneration } from './generation-request.js';
 import { checkOpenAiRequest, inOpenAiTerms, openAiParameters } from './openai-request.js';
 
 const sse = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
@@ -27,60 +23,66 @@ function text(body: Record<string, unknown>, key: string): string {
   return value;
 }
 
-/**
- * Text generation over HTTP: DJL LMI's `/predictions/{model}` (JSON, or JSON lines when
- * streamed), the KServe v2 generate extension (`/generate`, `/generate_stream` as server-sent
- * events) and OpenAI's `/v1/completions` and `/v1/chat/completions`. Mounted before the
- * inference routes: a prediction for a model that does not generate text passes on to them.
- */
 /** The fields of a DJL LMI request body (`/predictions/{model}`). */
 const LMI_BODY_KEYS = new Set(['inputs', 'parameters', 'stream']);
 
+/** Whether a model generates text, loaded or not (its serving.properties say). */
+export const generatesText = (entry: ModelEntry) => entry.kind === 'step';
+
+/**
+ * DJL LMI's `/predictions/{model}` for a text-generation model: JSON, or JSON lines when
+ * streamed. The inference routes' one prediction handler calls it for such models.
+ */
+export async function lmiPrediction(
+  ctx: Context,
+  server: ServerContext,
+  name: string,
+  version: string | undefined,
+): Promise<void> {
+  const model = requireGenerativeModel(server, name, version);
+  const body = await readJsonObject(ctx, server);
+  if (Array.isArray(body.inputs))
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      'inputs must be one string; send one request per prompt',
+    );
+  const prompt = text(body, 'inputs');
+  const extra = Object.keys(body).find((key) => !LMI_BODY_KEYS.has(key));
+  if (extra !== undefined)
+    throw new KilnError(
+      KilnErrorCode.InvalidInput,
+      `unknown field ${extra}: a generation request has inputs, parameters and stream`,
+    );
+  if (body.stream !== undefined && typeof body.stream !== 'boolean')
+    throw new KilnError(KilnErrorCode.InvalidInput, 'stream must be true or false');
+  const parameters = parseGenerationParameters(body.parameters);
+  const accept = ctx.get('accept');
+  const streamed = body.stream === true || /jsonlines|x-ndjson/.test(accept);
+  const result = await runGeneration(
+    ctx,
+    server,
+    model,
+    prompt,
+    parameters,
+    streamed
+      ? {
+          contentType: 'application/jsonlines',
+          piece: (p) => line({ token: { id: p.token, text: p.text }, generated_text: null }),
+          end: (r) => line({ token: null, generated_text: r.text, details: details(r) }),
+          error: (e) => line(errorBody(e)),
+        }
+      : undefined,
+  );
+  if (result) ctx.body = { generated_text: result.text, details: details(result) };
+}
+
+/**
+ * Text generation over HTTP besides `/predictions`: the KServe v2 generate extension
+ * (`/generate`, `/generate_stream` as server-sent events) and OpenAI's `/v1/completions` and
+ * `/v1/chat/completions`.
+ */
 export function generationRoutes(server: ServerContext): Router {
   const router = new Router();
-
-  const lmi = async (ctx: Context, next: Next, name: string, version: string | undefined) => {
-    const model = generativeModel(server, name, version);
-    if (!model) return next();
-    const body = await readJsonObject(ctx, server);
-    if (Array.isArray(body.inputs))
-      throw new KilnError(
-        KilnErrorCode.InvalidInput,
-        'inputs must be one string; send one request per prompt',
-      );
-    const prompt = text(body, 'inputs');
-    const extra = Object.keys(body).find((key) => !LMI_BODY_KEYS.has(key));
-    if (extra !== undefined)
-      throw new KilnError(
-        KilnErrorCode.InvalidInput,
-        `unknown field ${extra}: a generation request has inputs, parameters and stream`,
-      );
-    if (body.stream !== undefined && typeof body.stream !== 'boolean')
-      throw new KilnError(KilnErrorCode.InvalidInput, 'stream must be true or false');
-    const parameters = parseGenerationParameters(body.parameters);
-    const accept = ctx.get('accept');
-    const streamed = body.stream === true || /jsonlines|x-ndjson/.test(accept);
-    const result = await runGeneration(
-      ctx,
-      server,
-      model,
-      prompt,
-      parameters,
-      streamed
-        ? {
-            contentType: 'application/jsonlines',
-            piece: (p) => line({ token: { id: p.token, text: p.text }, generated_text: null }),
-            end: (r) => line({ token: null, generated_text: r.text, details: details(r) }),
-            error: (e) => line(errorBody(e)),
-          }
-        : undefined,
-    );
-    if (result) ctx.body = { generated_text: result.text, details: details(result) };
-  };
-  router.post('/predictions/:model', (ctx, next) => lmi(ctx, next, ctx.params.model!, undefined));
-  router.post('/predictions/:model/:version', (ctx, next) =>
-    lmi(ctx, next, ctx.params.model!, ctx.params.version),
-  );
 
   const v2 = async (ctx: Context, streamed: boolean) => {
     ctx.state.errorStyle = 'v2';
@@ -129,7 +131,7 @@ export function generationRoutes(server: ServerContext): Router {
       object: 'list',
       data: server.models
         .list()
-        .filter((e) => e.generator)
+        .filter(generatesText)
         .map((e) => ({
           id: e.name,
           object: 'model',
@@ -215,7 +217,7 @@ export function generationRoutes(server: ServerContext): Router {
   return router;
 }
 
-function details(r: TextGenerationResult) {
+function details(r: GenerationOutput) {
   return {
     finish_reason: r.finishReason,
     generated_tokens: r.tokens.length,
@@ -223,7 +225,7 @@ function details(r: TextGenerationResult) {
   };
 }
 
-function usage(r: TextGenerationResult) {
+function usage(r: GenerationOutput) {
   return {
     prompt_tokens: r.promptTokens,
     completion_tokens: r.tokens.length,
@@ -236,7 +238,7 @@ function openAiModel(server: ServerContext, body: Record<string, unknown>): stri
   if (typeof body.model === 'string') return body.model;
   const names = server.models
     .list()
-    .filter((e) => e.generator)
+    .filter(generatesText)
     .map((e) => e.name);
   if (body.model == null && names.length === 1) return names[0]!;
   throw openAiFieldError(

@@ -25,8 +25,8 @@ const server = {
   models: {
     has: (name: string) => name === 'echo',
     get(name: string, version?: string) {
-      if (name === 'echo' && version === undefined) return { generator: undefined };
-      if (name === 'writer') return { generator: {} };
+      if (name === 'echo' && version === undefined) return { kind: 'forward' };
+      if (name === 'writer') return { kind: 'step' };
       throw new Error(`model ${name} not found`);
     },
     submit: (_name: string, _version: string | undefined, input: ServingInput) => ({

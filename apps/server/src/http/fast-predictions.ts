@@ -73,7 +73,7 @@ function servesHere(
   if (!server.accepting) return false;
   try {
     checkHostAndOrigin(hosts, req.headers.host || undefined, req.headers.origin || undefined);
-    return server.models.get(name, version).generator === undefined;
+    return server.models.get(name, version).kind !== 'step';
   } catch {
     return false;
   }

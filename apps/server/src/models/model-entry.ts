@@ -1,6 +1,13 @@
-import type { ServingInput, ServingOutput } from '@kiln/core';
-import type { ModelSignature, PoolDescription, WorkerPool } from '@kiln/worker-pool';
-import type { GenerativeModel } from '../generation/generative-model.js';
+import type { ServingInput, ServingOutput, WorkerKind } from '@kiln/core';
+import type {
+  GenerationPool,
+  ModelSignature,
+  PoolDescription,
+  WorkerPool,
+} from '@kiln/worker-pool';
+
+/** What serves a model: a pool of workers of the kind its engine runs it with. */
+export type ModelPool = WorkerPool<ServingInput, ServingOutput> | GenerationPool;
 
 /** A model version's lifecycle; `/ping` reports Healthy/Unhealthy for READY ones from their pool. */
 export type ModelState = 'PENDING' | 'READY' | 'FAILED' | 'UNLOADING';
@@ -19,10 +26,13 @@ export interface ModelEntry {
   /** serving.properties keys that do nothing as written (unknown, unsupported), one line each. */
   settingWarnings?: readonly string[];
   loadTimeMs: number | undefined;
-  pool: WorkerPool<ServingInput, ServingOutput> | undefined;
+  /**
+   * What its workers run, known from its serving.properties at registration: `step` for text
+   * generation (option.rolling_batch), else the engine's kind once its pool runs.
+   */
+  kind: WorkerKind | undefined;
+  pool: ModelPool | undefined;
   signature: ModelSignature | undefined;
-  /** Text-generation models (option.rolling_batch) are served by this instead of a pool. */
-  generator?: GenerativeModel | undefined;
   /** Settled when loading ends, either way. */
   loading: Promise<void>;
   /**
@@ -36,7 +46,6 @@ export interface ModelEntry {
 export function pingStatus(entry: ModelEntry): 'Healthy' | 'Unhealthy' | 'FAILED' | 'PENDING' {
   if (entry.state === 'FAILED') return 'FAILED';
   if (entry.state === 'PENDING') return 'PENDING';
-  if (entry.state === 'READY' && entry.generator) return 'Healthy';
   if (entry.state === 'UNLOADING' || !entry.pool) return 'Unhealthy';
   const status = entry.pool.status();
   return status === 'Healthy' ? 'Healthy' : status === 'FAILED' ? 'FAILED' : 'Unhealthy';
@@ -48,6 +57,8 @@ export interface ModelDescription {
   readonly modelVersion: string;
   readonly modelUrl: string;
   readonly engine: string | undefined;
+  /** What its workers run: forward (tensor batches), serve (requests) or step (generation). */
+  readonly workerKind: WorkerKind | undefined;
   readonly status: string;
   readonly loadTimeMs: number | undefined;
   readonly error: string | undefined;
@@ -70,6 +81,7 @@ export function describeEntry(entry: ModelEntry): ModelDescription {
     modelVersion: entry.version,
     modelUrl: entry.url,
     engine: entry.signature?.engine ?? entry.engineName,
+    workerKind: entry.pool?.kind ?? entry.kind,
     status: pingStatus(entry),
     loadTimeMs: entry.loadTimeMs,
     error: entry.error,
@@ -83,4 +95,9 @@ export function describeEntry(entry: ModelEntry): ModelDescription {
     inputs: entry.signature?.inputs,
     outputs: entry.signature?.outputs,
   };
+}
+
+/** The pool of a text-generation model, whose jobs are tokenized prompts. */
+export function isGenerationPool(pool: ModelPool | undefined): pool is GenerationPool {
+  return pool?.kind === 'step';
 }

@@ -7,12 +7,13 @@ import {
   type ServingOutput,
   inspectModelSource,
   parseModelUrl,
-  settingsRefusal,
+  wantsRollingBatch,
 } from '@kiln/core';
 import type { JobHandle, JobOptions } from '@kiln/batching';
 import {
-  type WorkerPool,
+  type GenerationPool,
   type WorkerPoolSettingsInput,
+  createGenerationPool,
   createWorkerPool,
   workerPoolSettingsFromProperties,
 } from '@kiln/worker-pool';
@@ -22,9 +23,14 @@ import type { CpuLauncher } from '../config/cpu-launcher.js';
 import { checkModelFilesInside } from '../security/model-files.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import { GenerationMetrics } from '../generation/generation-metrics.js';
-import { GenerativeModel, wantsRollingBatch } from '../generation/generative-model.js';
 import type { EngineCatalog } from './engine-catalog.js';
-import { type ModelEntry, describeEntry, type ModelDescription } from './model-entry.js';
+import {
+  type ModelDescription,
+  type ModelEntry,
+  type ModelPool,
+  describeEntry,
+  isGenerationPool,
+} from './model-entry.js';
 import { watchPool } from './pool-metrics.js';
 import { EventLoopPinning } from './event-loop-pinning.js';
 
@@ -78,7 +84,7 @@ export class ModelManager {
   private placeEventLoop(): void {
     const loaded = this.list().filter((e) => e.state === 'READY' || e.state === 'UNLOADING');
     try {
-      this.eventLoop.update(loaded.map((e) => (e.generator ? undefined : e.pool?.reservedCores())));
+      this.eventLoop.update(loaded.map((e) => e.pool?.reservedCores()));
     } catch {
       this.eventLoop.release();
     }
@@ -139,6 +145,7 @@ export class ModelManager {
       state: 'PENDING',
       error: undefined,
       loadTimeMs: undefined,
+      kind: wantsRollingBatch(inspection.properties) ? 'step' : undefined,
       pool: undefined,
       signature: undefined,
       loading: Promise.resolve(),
@@ -178,21 +185,11 @@ export class ModelManager {
     if (!this.defaults.has(name)) this.defaults.set(name, version);
     this.metrics.modelStatus.set({ model: name }, 0);
     // Threads and processes started while the event loop is pinned would inherit its cores.
-    if (!settings.pinCores || wantsRollingBatch(inspection.properties)) this.eventLoop.release();
-    if (wantsRollingBatch(inspection.properties)) {
-      // Located by the inspection above (entry.located is settled); its decoder loads from there.
-      entry.loading = this.loadGenerative(entry, async () => {
-        // A thread-pool model's load refuses such settings itself (resolveModelLoad).
-        const refusal = settingsRefusal(name, inspection.settings);
-        if (refusal) throw refusal;
-        return GenerativeModel.load(name, inspection, this.generationMetrics);
-      });
-    } else {
-      let located!: () => void;
-      entry.located = new Promise((resolve) => (located = resolve));
-      entry.loading = this.load(entry, request, settings, located);
-      void entry.loading.then(located);
-    }
+    if (!settings.pinCores) this.eventLoop.release();
+    let located!: () => void;
+    entry.located = new Promise((resolve) => (located = resolve));
+    entry.loading = this.load(entry, request, settings, located);
+    void entry.loading.then(located);
     // Part of loading: once a model is settled, the event loop is where it belongs.
     entry.loading = entry.loading.then(() => this.placeEventLoop());
     for (const listener of this.registrationListeners) listener(entry);
@@ -234,6 +231,7 @@ export class ModelManager {
       state: 'FAILED',
       error: reason,
       loadTimeMs: undefined,
+      kind: undefined,
       pool: undefined,
       signature: undefined,
       loading: Promise.resolve(),
@@ -308,24 +306,34 @@ export class ModelManager {
     options: JobOptions = {},
   ): JobHandle<ServingOutput> {
     const entry = this.get(name, version);
-    if (entry.generator)
+    if (entry.kind === 'step')
       throw new KilnError(
         KilnErrorCode.InvalidInput,
         `model ${name} generates text: send {"inputs": "...", "parameters": {...}} as JSON, or use /v2/models/${name}/generate or /v1/completions`,
       );
-    if (entry.state !== 'READY' || !entry.pool) {
-      const why =
-        entry.state === 'FAILED'
-          ? `failed to load: ${entry.error ?? ''}`
-          : entry.state === 'PENDING'
-            ? 'is still loading'
-            : 'is being unloaded';
+    const pool = readyPool(entry);
+    if (isGenerationPool(pool)) throw new KilnError(KilnErrorCode.Internal, 'unreachable');
+    return pool.submit(input, options);
+  }
+
+  /**
+   * The pool of a ready text-generation model; a model that is not ready, or does not
+   * generate text, is refused with the reason.
+   */
+  generationPool(name: string, version: string | undefined): GenerationPool {
+    const entry = this.get(name, version);
+    if (entry.kind !== 'step' && entry.state !== 'PENDING' && entry.state !== 'FAILED')
       throw new KilnError(
-        entry.state === 'FAILED' ? KilnErrorCode.ModelLoadFailed : KilnErrorCode.ModelNotReady,
-        `model ${name} ${why}`,
+        KilnErrorCode.InvalidInput,
+        `model ${name} does not generate text (its serving.properties has no option.rolling_batch)`,
       );
-    }
-    return entry.pool.submit(input, options);
+    const pool = readyPool(entry);
+    if (!isGenerationPool(pool))
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        `model ${name} does not generate text (its serving.properties has no option.rolling_batch)`,
+      );
+    return pool;
   }
 
   async scale(
@@ -341,8 +349,9 @@ export class ModelManager {
         `model ${name} is ${entry.state.toLowerCase()}; scale it once it is loaded`,
       );
     }
+    const pool: ModelPool = entry.pool;
     this.checkWorkerLimits(limits);
-    for (const group of entry.pool.describe().workerGroups) {
+    for (const group of pool.describe().workerGroups) {
       const min = limits.minWorkers ?? group.minWorkers;
       const max = limits.maxWorkers ?? group.maxWorkers;
       if (min > max)
@@ -351,7 +360,7 @@ export class ModelManager {
           `min_worker (${min}) must not exceed max_worker (${max})`,
         );
     }
-    const scaling = entry.pool.scale(limits);
+    const scaling = pool.scale(limits);
     if (synchronous) await scaling;
     else scaling.catch(() => undefined);
   }
@@ -391,34 +400,8 @@ export class ModelManager {
 
   private async stop(entry: ModelEntry, timeoutMs = this.config.shutdownTimeoutMs): Promise<void> {
     await entry.loading;
+    if (isGenerationPool(entry.pool)) this.generationMetrics.forget(entry.name, entry.pool);
     await entry.pool?.shutdown({ drain: true, timeoutMs });
-    if (entry.generator) {
-      this.generationMetrics.forget(entry.name);
-      await entry.generator.close(timeoutMs);
-    }
-  }
-
-  /** Text-generation models run on their own decoder and rolling-batch scheduler. */
-  private async loadGenerative(
-    entry: ModelEntry,
-    load: () => Promise<GenerativeModel>,
-  ): Promise<void> {
-    const started = performance.now();
-    try {
-      const generator = await load();
-      if (entry.state === 'UNLOADING') {
-        await generator.close();
-        return;
-      }
-      entry.generator = generator;
-      entry.loadTimeMs = performance.now() - started;
-      entry.state = 'READY';
-      this.metrics.modelLoadSeconds.set({ model: entry.name }, entry.loadTimeMs / 1000);
-      this.metrics.modelStatus.set({ model: entry.name }, 1);
-    } catch (error) {
-      entry.state = 'FAILED';
-      entry.error = error instanceof Error ? error.message : String(error);
-    }
   }
 
   private async load(
@@ -429,8 +412,9 @@ export class ModelManager {
   ): Promise<void> {
     const started = performance.now();
     try {
-      // The pool locates the model once and runs it as its engine asks (threads or shared).
-      const pool = await createWorkerPool({
+      // The pool locates the model once and runs it as its engine asks (threads or shared);
+      // text generation runs on step workers, one rolling batch each.
+      const options = {
         name: entry.name,
         model: {
           url: request.url,
@@ -440,17 +424,23 @@ export class ModelManager {
         },
         settings,
         onLocated,
-      });
+      };
+      const pool: ModelPool =
+        entry.kind === 'step'
+          ? await createGenerationPool(options)
+          : await createWorkerPool(options);
       if (entry.state === 'UNLOADING') {
         await pool.shutdown({ drain: false });
         return;
       }
       entry.pool = pool;
+      entry.kind = pool.kind;
       entry.signature = pool.signature();
       entry.loadTimeMs = performance.now() - started;
       this.logWarmup(entry.name, pool);
       entry.state = 'READY';
       watchPool(this.metrics, entry.name, pool);
+      if (isGenerationPool(pool)) this.generationMetrics.watch(entry.name, pool);
       this.metrics.modelLoadSeconds.set({ model: entry.name }, entry.loadTimeMs / 1000);
       this.metrics.modelStatus.set({ model: entry.name }, 1);
     } catch (error) {
@@ -460,7 +450,7 @@ export class ModelManager {
   }
 
   /** Says what the first worker's warm-up ran before the model was ready, or why it ran none. */
-  private logWarmup(name: string, pool: WorkerPool<ServingInput, ServingOutput>): void {
+  private logWarmup(name: string, pool: ModelPool): void {
     const warmup = pool.describe().workerGroups.flatMap((g) => g.workers)[0]?.warmup;
     if (warmup === undefined) return;
     if ('skipped' in warmup) {
@@ -545,6 +535,21 @@ export class ModelManager {
     if (request.jobQueueSize !== undefined) settings.jobQueueSize = request.jobQueueSize;
     return settings;
   }
+}
+
+/** A model's pool, once it is READY; otherwise why it cannot take requests. */
+function readyPool(entry: ModelEntry): ModelPool {
+  if (entry.state === 'READY' && entry.pool) return entry.pool;
+  const why =
+    entry.state === 'FAILED'
+      ? `failed to load: ${entry.error ?? ''}`
+      : entry.state === 'PENDING'
+        ? 'is still loading'
+        : 'is being unloaded';
+  throw new KilnError(
+    entry.state === 'FAILED' ? KilnErrorCode.ModelLoadFailed : KilnErrorCode.ModelNotReady,
+    `model ${entry.name} ${why}`,
+  );
 }
 
 /** cpu_launcher_enable and its flags, as every model's pinning unless its properties say. */

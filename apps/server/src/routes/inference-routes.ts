@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { KilnError, KilnErrorCode } from '@kiln/core';
+import { generatesText, lmiPrediction } from '../generation/generation-routes.js';
 import { pingStatus } from '../models/model-entry.js';
 import { redactPaths } from '../security/redact-paths.js';
 import { answerUnlessGone, servingInputFrom, writeServingOutput } from '../http/serving-request.js';
@@ -32,7 +33,8 @@ export function inferenceRoutes(server: ServerContext): Router {
   const predict = async (ctx: Context, name: string, version: string | undefined) => {
     ctx.state.model = name;
     if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
-    server.models.get(name, version);
+    if (generatesText(server.models.get(name, version)))
+      return lmiPrediction(ctx, server, name, version);
     const input = await servingInputFrom(ctx.req, bodyLimits(server));
     const output = await answerUnlessGone(ctx.res, server.models.submit(name, version, input));
     writeServingOutput(ctx, output);
