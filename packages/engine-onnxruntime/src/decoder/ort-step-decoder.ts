@@ -28,8 +28,6 @@ export interface OrtStepDecoderOptions extends DecoderLimits {
   readonly session?: Partial<OrtSessionConfig>;
   /** Model file inside the folder; default `model.onnx`. */
   readonly modelFile?: string;
-  /** @deprecated Ignored: the decoder runs in the calling thread. */
-  readonly startThread?: unknown;
 }
 
 /** One sequence's handle; its cache lives in the decoder. */
@@ -89,11 +87,6 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
       maxSequenceLength,
       runCost,
     );
-  }
-
-  /** @deprecated Use loadOrtStepDecoder: there is no thread to start. */
-  static load(dir: string, options: OrtStepDecoderOptions = {}): Promise<OrtStepDecoder> {
-    return loadOrtStepDecoder(dir, options);
   }
 
   /** Bytes the caches hold, spare capacity and padding included. */
