@@ -86,9 +86,14 @@ export interface TensorReply {
  * The reply for an `Accept` header: the acceptable tensor format with the highest q-value
  * (earliest on ties), else DJL's default, ndlist. With `tensorCount` other than 1, npy (a
  * single-array format) is passed over. The answer is labelled with Kiln's type for the format,
- * or with numpy's when that is what was asked for.
+ * or with numpy's when that is what was asked for. When `Accept` names no tensor format, a
+ * request sent as npz or safetensors (`requestContentType`) is answered in kind, as DJL does.
  */
-export function replyForAccept(accept: string | undefined, tensorCount?: number): TensorReply {
+export function replyForAccept(
+  accept: string | undefined,
+  tensorCount?: number,
+  requestContentType?: string,
+): TensorReply {
   let best: { format: TensorFormat; media: string; q: number } | undefined;
   for (const range of (accept ?? '').split(',')) {
     const [media, ...params] = range.split(';').map((part) => part.trim());
@@ -98,13 +103,27 @@ export function replyForAccept(accept: string | undefined, tensorCount?: number)
     const q = qValue(params);
     if (q > 0 && (best === undefined || q > best.q)) best = { format, media: media!, q };
   }
-  if (!best) return { format: 'ndlist', contentType: TENSOR_CONTENT_TYPES.ndlist };
+  if (!best) return inKind(requestContentType);
   const media = best.media.toLowerCase();
   return {
     format: best.format,
     contentType: Object.hasOwn(NUMPY_MEDIA_TYPES, media)
       ? media
       : TENSOR_CONTENT_TYPES[best.format],
+  };
+}
+
+/** Formats a request's tensors answer in when the client names none. */
+const ANSWERED_IN_KIND: ReadonlySet<TensorFormat> = new Set(['npz', 'safetensors']);
+
+function inKind(requestContentType: string | undefined): TensorReply {
+  const format = formatForContentType(requestContentType);
+  if (format === undefined || !ANSWERED_IN_KIND.has(format))
+    return { format: 'ndlist', contentType: TENSOR_CONTENT_TYPES.ndlist };
+  const media = requestContentType!.split(';')[0]!.trim().toLowerCase();
+  return {
+    format,
+    contentType: Object.hasOwn(NUMPY_MEDIA_TYPES, media) ? media : TENSOR_CONTENT_TYPES[format],
   };
 }
 

@@ -81,6 +81,25 @@ describe('formatForAccept', () => {
     });
   });
 
+  it('answers an npz or safetensors request in kind when Accept names no tensor format', () => {
+    expect(replyForAccept(undefined, 2, 'tensor/npz')).toEqual({
+      format: 'npz',
+      contentType: 'tensor/npz',
+    });
+    expect(replyForAccept('*/*', 1, 'application/x-npz')).toEqual({
+      format: 'npz',
+      contentType: 'application/x-npz',
+    });
+    expect(replyForAccept(undefined, 1, 'tensor/safetensors')).toEqual({
+      format: 'safetensors',
+      contentType: 'tensor/safetensors',
+    });
+    // Accept wins; other request types get DJL's default.
+    expect(replyForAccept('tensor/ndlist', 1, 'tensor/npz').format).toBe('ndlist');
+    expect(replyForAccept(undefined, 1, 'tensor/npy').format).toBe('ndlist');
+    expect(replyForAccept(undefined, 1, 'application/json').format).toBe('ndlist');
+  });
+
   it('passes npy over for anything but one tensor', () => {
     expect(formatForAccept('tensor/npy, tensor/npz;q=0.5', 1)).toBe('npy');
     expect(formatForAccept('tensor/npy, tensor/npz;q=0.5', 2)).toBe('npz');
