@@ -99,7 +99,7 @@ async function predict(
     const output = await answerUnlessGone(res, server.models.submit(name, version, input));
     const after = budget?.turn();
     if (after) await after;
-    const answer = servingAnswer(output, req.headers.accept || undefined);
+    const answer = servingAnswer(output, req.headers.accept || undefined, input.contentType);
     // Most answers carry no headers of their own: no empty object and entry list per request.
     if (answer.headers) {
       for (const [header, value] of Object.entries(answer.headers)) res.setHeader(header, value);
@@ -129,15 +129,23 @@ async function predict(
   }
 }
 
-/** Writes a whole answer at once, its content type spelled as Koa spells it (charset added). */
-function send(res: http.ServerResponse, status: number, type: string, body: Buffer): void {
+/**
+ * Writes a whole answer at once, its content type spelled as Koa spells it (charset added);
+ * none when `type` is undefined.
+ */
+function send(
+  res: http.ServerResponse,
+  status: number,
+  type: string | undefined,
+  body: Buffer,
+): void {
   if (res.headersSent || res.destroyed) return;
   res.statusCode = status;
   if (status === 204) {
     res.end();
     return;
   }
-  const contentType = fullContentType(type);
+  const contentType = type === undefined ? undefined : fullContentType(type);
   if (contentType) res.setHeader('Content-Type', contentType);
   res.setHeader('Content-Length', body.byteLength);
   res.end(body);

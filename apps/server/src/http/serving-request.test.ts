@@ -19,9 +19,30 @@ describe('servingAnswer', () => {
     ).toMatchObject({ contentType: 'image/png', headers });
   });
 
-  it('answers 204 for a model that answered nothing, 200 otherwise', () => {
+  it("answers 204 for a model that answered nothing, a handler's own code, 200 otherwise", () => {
     expect(servingAnswer({ type: 'json', value: null, status: 204 }, undefined).status).toBe(204);
     expect(servingAnswer({ type: 'json', value: null }, undefined).status).toBe(200);
+    expect(
+      servingAnswer({ type: 'json', value: { code: 424 }, status: 424 }, undefined),
+    ).toMatchObject({ status: 424, contentType: 'application/json' });
+  });
+
+  it('leaves bytes the model did not label without a content type', () => {
+    const answer = servingAnswer(
+      { type: 'bytes', body: new Uint8Array([0, 1]), contentType: undefined },
+      undefined,
+    );
+    expect(answer.contentType).toBeUndefined();
+  });
+
+  it('answers tensors in the format of an npz request when Accept names none', () => {
+    const tensors = NDList.of(new Tensor('float32', new Float32Array([1, 2]), [2]));
+    expect(servingAnswer({ type: 'tensors', tensors }, undefined, 'tensor/npz').contentType).toBe(
+      'tensor/npz',
+    );
+    expect(
+      servingAnswer({ type: 'tensors', tensors }, 'tensor/ndlist', 'tensor/npz').contentType,
+    ).toBe('tensor/ndlist');
   });
 
   it('sends only the headers and content type that are valid HTTP', () => {

@@ -67,24 +67,32 @@ function queryOf(req: IncomingMessage): { query?: [string, string][] } {
 
 /** What an answer carries: its status, content type as Koa would set it, bytes, headers. */
 export interface ServingAnswer {
-  /** 200, or 204 for a model that answered nothing (sent without a body). */
-  readonly status: 200 | 204;
-  readonly contentType: string;
+  /** 200; 204 for a model that answered nothing (sent without a body); a handler's own code. */
+  readonly status: number;
+  /** Undefined: the body goes out without a Content-Type (bytes the model did not label). */
+  readonly contentType: string | undefined;
   readonly body: Buffer;
   readonly headers: Readonly<Record<string, string>> | undefined;
 }
 
-/** A translator output as an answer: JSON as JSON; tensors in the format `Accept` asks for. */
-export function servingAnswer(output: ServingOutput, accept: string | undefined): ServingAnswer {
+/**
+ * A translator output as an answer: JSON as JSON; tensors in the format `Accept` asks for, else
+ * in the request's own when it sent npz or safetensors (`requestType`).
+ */
+export function servingAnswer(
+  output: ServingOutput,
+  accept: string | undefined,
+  requestType?: string,
+): ServingAnswer {
   const status = output.status ?? 200;
   const headers = output.headers && sendableHeaders(output.headers);
   if (output.type === 'bytes') {
+    const type = output.contentType;
     return {
       status,
       // A content type that cannot be sent is no reason to fail the answer.
-      contentType: isSendableHeaderValue(output.contentType)
-        ? output.contentType
-        : 'application/octet-stream',
+      contentType:
+        type === undefined || isSendableHeaderValue(type) ? type : 'application/octet-stream',
       body: Buffer.from(output.body.buffer, output.body.byteOffset, output.body.byteLength),
       headers,
     };
@@ -98,7 +106,7 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
       headers,
     };
   }
-  const reply = replyForAccept(accept, output.tensors.length);
+  const reply = replyForAccept(accept, output.tensors.length, requestType);
   const encoded = encodeTensors(output.tensors, reply.format);
   return {
     status,
@@ -109,15 +117,19 @@ export function servingAnswer(output: ServingOutput, accept: string | undefined)
 }
 
 /** Writes a translator output through Koa. */
-export function writeServingOutput(ctx: Context, output: ServingOutput): void {
-  const answer = servingAnswer(output, ctx.get('accept') || undefined);
+export function writeServingOutput(
+  ctx: Context,
+  output: ServingOutput,
+  requestType?: string,
+): void {
+  const answer = servingAnswer(output, ctx.get('accept') || undefined, requestType);
   for (const [name, value] of Object.entries(answer.headers ?? {})) ctx.set(name, value);
-  if (answer.status === 204) {
-    ctx.status = 204;
-    return;
-  }
-  ctx.type = answer.contentType;
+  ctx.status = answer.status;
+  if (answer.status === 204) return;
   ctx.body = answer.body;
+  // Koa labels a Buffer body application/octet-stream; unlabelled bytes go out unlabelled.
+  if (answer.contentType === undefined) ctx.remove('Content-Type');
+  else ctx.type = answer.contentType;
 }
 
 /**

@@ -37,7 +37,7 @@ export function inferenceRoutes(server: ServerContext): Router {
       return lmiPrediction(ctx, server, name, version);
     const input = await servingInputFrom(ctx.req, bodyLimits(server));
     const output = await answerUnlessGone(ctx.res, server.models.submit(name, version, input));
-    writeServingOutput(ctx, output);
+    writeServingOutput(ctx, output, input.contentType);
   };
 
   router.post('/predictions/:model', (ctx) => predict(ctx, ctx.params.model!, undefined));

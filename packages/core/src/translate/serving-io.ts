@@ -55,15 +55,23 @@ export interface ServingInput {
 
 /**
  * What a translator gives back to a server: tensors (encoded per `Accept`), a JSON value, or
- * bytes already encoded for the protocol (a v2 reply with binary data).
+ * bytes already encoded for the protocol (a v2 reply with binary data), sent without a
+ * Content-Type when `contentType` is undefined (a Python handler's unlabelled bytes).
  */
 export type ServingOutput = (
   | { readonly type: 'tensors'; readonly tensors: NDList }
   | { readonly type: 'json'; readonly value: unknown }
-  | { readonly type: 'bytes'; readonly body: Uint8Array; readonly contentType: string }
+  | {
+      readonly type: 'bytes';
+      readonly body: Uint8Array;
+      readonly contentType: string | undefined;
+    }
 ) & {
   /** Response headers the model asks for beside the content type (valid names and values). */
   readonly headers?: Readonly<Record<string, string>>;
-  /** 204 when the model answered nothing: no body is sent (200 otherwise). */
-  readonly status?: 204;
+  /**
+   * The HTTP status (200 when left out): 204 when the model answered nothing (no body is
+   * sent), or the code a Python handler's Output gave with its body (an error as DJL sends it).
+   */
+  readonly status?: number;
 };

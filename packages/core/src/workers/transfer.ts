@@ -45,10 +45,14 @@ export interface ServingInputMessage {
 export type ServingOutputMessage = (
   | { readonly type: 'tensors'; readonly tensors: NDListMessage }
   | { readonly type: 'json'; readonly value: unknown }
-  | { readonly type: 'bytes'; readonly body: Uint8Array; readonly contentType: string }
+  | {
+      readonly type: 'bytes';
+      readonly body: Uint8Array;
+      readonly contentType: string | undefined;
+    }
 ) & {
   readonly headers: Readonly<Record<string, string>> | undefined;
-  readonly status?: 204;
+  readonly status?: number;
 };
 
 /**
