@@ -119,8 +119,7 @@ describe.skipIf(!run)('DJL djl_python handlers over HTTP', () => {
     expect([...(decodeNpz(bytes).get(0).data as Float32Array)]).toEqual([2, 4, 6]);
   });
 
-  // Skipped until the server answers tensors in an npz request's format when Accept names none.
-  it.skip('answers an npz request without Accept as npz, as DJL does', async () => {
+  it('answers an npz request without Accept as npz, as DJL does', async () => {
     for (const answer of ['numpy', 'npz']) {
       const response = await predict('tensors', encodeNpz(NDList.of(x)), {
         'content-type': 'tensor/npz',
@@ -162,8 +161,7 @@ describe.skipIf(!run)('DJL djl_python handlers over HTTP', () => {
     expect([...(decodeNDList(bytes).get(0).data as Float32Array)]).toEqual([2, 3, 4]);
   });
 
-  // Skipped until the worker gives every call DJL's handler property (the function's name).
-  it.skip('names the handler function: get_function_name() is handle', async () => {
+  it('names the handler function: get_function_name() is handle', async () => {
     const response = await predict('content', encodeNDList(NDList.of(x)));
     expect(response.status).toBe(200);
     expect(response.headers.get('x-function')).toBe('handle');
@@ -184,8 +182,7 @@ describe.skipIf(!run)('DJL djl_python handlers over HTTP', () => {
     expect(await response.text()).toContain('the input is refused');
   });
 
-  // Skipped until an Output with a code >= 400 and a body is sent as it is, as DJL sends it.
-  it.skip("answers Output.error() with DJL's JSON body", async () => {
+  it("answers Output.error() with DJL's JSON body", async () => {
     const { status, body, headers } = await jsonOf(
       await predict('answers', 'x', { 'x-kind': 'error' }),
     );
@@ -198,8 +195,7 @@ describe.skipIf(!run)('DJL djl_python handlers over HTTP', () => {
     });
   });
 
-  // Skipped until the worker answers a handler's result through as_output().
-  it.skip('answers a str or bytes returned instead of an Output 424, naming its type', async () => {
+  it('answers a str or bytes returned instead of an Output 424, naming its type', async () => {
     for (const [kind, type] of [
       ['str', "<class 'str'>"],
       ['bytes', "<class 'bytes'>"],
@@ -210,16 +206,14 @@ describe.skipIf(!run)('DJL djl_python handlers over HTTP', () => {
     }
   });
 
-  // Skipped until bytes without a content type are sent without one, as DJL sends them.
-  it.skip('sends bytes added without a content type as they are, unlabelled', async () => {
+  it('sends bytes added without a content type as they are, unlabelled', async () => {
     const response = await predict('answers', 'x', { 'x-kind': 'raw' });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBeNull();
     expect([...(await bytesOf(response))]).toEqual([0, 1, ...Buffer.from('raw')]);
   });
 
-  // Skipped until the worker runs Output.execute_finalize() once the answer is written.
-  it.skip("runs an Output's finalize function after its answer is sent", async () => {
+  it("runs an Output's finalize function after its answer is sent", async () => {
     const first = await jsonOf(await predict('answers', 'x', { 'x-kind': 'finalize' }));
     expect(first.body).toEqual({ finalized: [] });
     const second = await jsonOf(await predict('answers', 'x', { 'x-kind': 'finalize' }));

@@ -68,6 +68,32 @@ describe('outputOf: an Output as the response', () => {
     });
   });
 
+  it('sends a body that comes with a code ≥ 400 as it is, with that status, as DJL does', () => {
+    const body = text('{"code":424,"message":"prediction failure","error":"no"}');
+    const result = outputOf(
+      request,
+      { code: 424, message: 'prediction failure: no', 'content-type': 'application/json' },
+      [{ name: 'data', bytes: body }],
+    );
+    expect(result).toEqual({
+      ok: true,
+      value: {
+        type: 'json',
+        value: { code: 424, message: 'prediction failure', error: 'no' },
+        status: 424,
+      },
+    });
+  });
+
+  it('sends bytes without a content type unlabelled, whether or not they are text', () => {
+    for (const bytes of [text('hello'), new Uint8Array([0xff, 0, 1])]) {
+      expect(outputOf(request, { code: 200 }, [{ name: 'data', bytes }])).toEqual({
+        ok: true,
+        value: { type: 'bytes', body: bytes, contentType: undefined },
+      });
+    }
+  });
+
   it('answers a JSON body as JSON with its own properties as headers, tensors as tensors', () => {
     const json = outputOf(
       request,

@@ -78,7 +78,11 @@ export function requestOf(input: ServingInput): PythonRequest {
   return { properties, contents };
 }
 
-/** One request's answer: its Output's properties (code, message included) and contents. */
+/**
+ * One request's answer: its Output's properties (code, message included) and contents. A code
+ * of 400 or more without contents fails the request with its message; with contents it is the
+ * status they are sent with, as DJL Serving sends an Output.error().
+ */
 export function outputOf(
   request: PythonRequest,
   properties: Readonly<Record<string, unknown>>,
@@ -86,7 +90,7 @@ export function outputOf(
 ): PredictResult<ServingOutput> {
   try {
     const strings = stringProperties(properties);
-    failOnErrorCode(strings);
+    if (request.v2 || request.raw || contents.length === 0) failOnErrorCode(strings);
     if (request.v2) return { ok: true, value: v2Output(request.v2, contents) };
     if (request.raw) {
       return {
@@ -95,24 +99,29 @@ export function outputOf(
       };
     }
     const headers = responseHeaders(strings);
-    const withHeaders = headers ? { headers } : {};
+    const status = statusOf(strings);
+    const extra = { ...(headers ? { headers } : {}), ...(status === 200 ? {} : { status }) };
     // A handler that returned None: nothing to send.
-    if (Number(strings.code) === 204) {
-      return { ok: true, value: { type: 'json', value: null, status: 204, ...withHeaders } };
-    }
+    if (status === 204) return { ok: true, value: { type: 'json', value: null, ...extra } };
     const body = contents.find((content) => !content.dtype);
     if (body) {
       const output = bodyOutput(body.bytes, property(strings, 'content-type'));
-      return { ok: true, value: { ...output, ...withHeaders } };
+      return { ok: true, value: { ...output, ...extra } };
     }
     const value: ServingOutput =
       contents.length === 0
-        ? { type: 'json', value: null, ...withHeaders }
-        : { type: 'tensors', tensors: new NDList(contents.map(contentTensor)), ...withHeaders };
+        ? { type: 'json', value: null, ...extra }
+        : { type: 'tensors', tensors: new NDList(contents.map(contentTensor)), ...extra };
     return { ok: true, value };
   } catch (error) {
     return { ok: false, error: KilnError.wrap(error, KilnErrorCode.EngineError) };
   }
+}
+
+/** The Output's code as an HTTP status: 200 when it names none that HTTP can send with a body. */
+function statusOf(properties: Record<string, string>): number {
+  const code = Number(properties.code ?? 200);
+  return Number.isInteger(code) && code >= 200 && code <= 599 ? code : 200;
 }
 
 function v2Output(
@@ -214,8 +223,8 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true });
 /**
  * The first bytes content of an Output as a response: tensors (npy, npz, ndlist, safetensors)
  * as tensors, re-encoded per `Accept`; JSON (by its content type, or by its look when it has
- * none) as JSON; anything else as the handler wrote it, under its content type (text without
- * one as `text/plain`), as DJL Serving answers it.
+ * none) as JSON; anything else as the handler wrote it, under its content type, or none when
+ * it gave none, as DJL Serving answers it.
  */
 function bodyOutput(bytes: Uint8Array, contentType: string | undefined): ServingOutput {
   const type = contentType?.toLowerCase() ?? '';
@@ -225,10 +234,9 @@ function bodyOutput(bytes: Uint8Array, contentType: string | undefined): Serving
       tensors: decodeTensors(bytes, contentType ? { contentType } : {}),
     };
   }
-  const text = utf8OrUndefined(bytes);
   if (type.includes('json')) {
     try {
-      return { type: 'json', value: JSON.parse(text ?? '') as unknown };
+      return { type: 'json', value: JSON.parse(utf8OrUndefined(bytes) ?? '') as unknown };
     } catch {
       throw new KilnError(
         KilnErrorCode.EngineError,
@@ -236,15 +244,14 @@ function bodyOutput(bytes: Uint8Array, contentType: string | undefined): Serving
       );
     }
   }
-  if (type === '' && text !== undefined && looksLikeJson(text)) {
+  if (type === '' && looksLikeJson(bytes)) {
     try {
-      return { type: 'json', value: JSON.parse(text) as unknown };
+      return { type: 'json', value: JSON.parse(UTF8.decode(bytes)) as unknown };
     } catch {
-      // Text that only looks like JSON goes out as text.
+      // Bytes that only look like JSON go out as they are.
     }
   }
-  const fallback = text === undefined ? 'application/octet-stream' : 'text/plain; charset=utf-8';
-  return { type: 'bytes', body: bytes, contentType: contentType || fallback };
+  return { type: 'bytes', body: bytes, contentType: contentType || undefined };
 }
 
 function utf8OrUndefined(bytes: Uint8Array): string | undefined {
@@ -262,6 +269,11 @@ function isNumpyFile(bytes: Uint8Array): boolean {
   );
 }
 
-function looksLikeJson(text: string): boolean {
-  return /^\s*[[{"]/.test(text);
+/** Whether the first byte that is not JSON whitespace opens an object, array or string. */
+function looksLikeJson(bytes: Uint8Array): boolean {
+  for (const byte of bytes) {
+    if (byte === 0x20 || byte === 0x09 || byte === 0x0a || byte === 0x0d) continue;
+    return byte === 0x7b || byte === 0x5b || byte === 0x22;
+  }
+  return false;
 }

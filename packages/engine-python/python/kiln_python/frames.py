@@ -3,9 +3,12 @@
 Frame: u32 length | u32 request id | u8 kind | u32 properties length | properties (JSON) |
 u16 contents | per content: u16 name length, name, u8 dtype length, dtype (empty for bytes),
 u8 rank, i64 dims, u64 byte length, [tensors: zero bytes up to a multiple of 8 from the frame's
-first byte], bytes. Kinds: 0 call, 1 result, 2 error. A call whose kind has SHARED_CONTENTS set
-carries, after each content's byte length, a location byte: 0 the bytes follow as above, 1 a u64
-offset into the worker's shared input region follows instead (see open_shared_input).
+first byte], bytes. Kinds: 0 call, 1 result, 2 error, 3 chunk (a piece of a streamed answer,
+sent before its result; the first carries the answer's properties), 4 ack (Node took a chunk:
+the worker waits for it before producing the next, so a slow client slows the stream). A call
+whose kind has SHARED_CONTENTS set carries, after each content's byte length, a location byte:
+0 the bytes follow as above, 1 a u64 offset into the worker's shared input region follows
+instead (see open_shared_input).
 
 Every call pays for this code, so it keeps to precompiled structs and cached dtypes.
 """
@@ -13,7 +16,7 @@ Every call pays for this code, so it keeps to precompiled structs and cached dty
 import json
 import struct
 
-CALL, RESULT, ERROR = 0, 1, 2
+CALL, RESULT, ERROR, CHUNK, ACK = 0, 1, 2, 3, 4
 SHARED_CONTENTS = 0x80
 # On a call: its answer may put large contents in the shared output region (Node reads that
 # answer before it sends a call whose answer could overwrite them).

@@ -199,6 +199,9 @@ class Output:
         self.content = PairList()
         self.finalize_function = None
         self.finalize_args = ()
+        # A streamed answer: an iterable whose items are sent as they come (add_stream_content).
+        self.stream_content = None
+        self.stream_output_formatter = None
 
     def __str__(self):
         return "%d %s %s %s" % (self.code, self.message, self.properties, self.content.get_keys())
@@ -270,6 +273,30 @@ class Output:
         self.add_property("content-type", "tensor/npz", batch_index)
         return self.add(buffer.getvalue(), key, batch_index)
 
+    def add_stream_content(self, stream, output_formatter=None):
+        """Streams the answer: each item of `stream` (a generator, or any iterable) goes to the
+        client as it comes, formatted by `output_formatter` (default: DJL's JSON lines,
+        a list as {"outputs": [...]}); str and bytes are sent as they are, anything else as JSON."""
+        self.stream_content = stream
+        self.stream_output_formatter = (
+            _default_stream_output_formatter if output_formatter is None else output_formatter
+        )
+        return self
+
+    @staticmethod
+    def _default_stream_output_formatter(token_texts):
+        return _default_stream_output_formatter(token_texts)
+
+    def stream_chunk(self, item):
+        """One item of the stream as the bytes sent for it."""
+        if self.stream_output_formatter is not None:
+            item = self.stream_output_formatter(item)
+        if isinstance(item, str):
+            return item.encode("utf-8")
+        if isinstance(item, (bytes, bytearray, memoryview)):
+            return bytes(item)
+        return _encode_json(item).encode("utf-8")
+
     def finalize(self, finalize_function, *args):
         """finalize_function(*args) runs once the answer has been sent."""
         self.finalize_function = finalize_function
@@ -290,6 +317,13 @@ def as_output(result):
     if isinstance(result, (Output, list, tuple)):
         return result
     return Output().error("Invalid output type: %s" % type(result))
+
+
+def _default_stream_output_formatter(token_texts):
+    """DJL's default: each item a JSON line, a list of texts as {"outputs": [...]}."""
+    if isinstance(token_texts, list):
+        token_texts = {"outputs": token_texts}
+    return (_encode_json(token_texts) + "\n").encode("utf-8")
 
 
 def _encode_json(value):

@@ -9,8 +9,11 @@ import time
 import traceback
 
 from .channel import FrameChannel
+from .rolling import STEPS
 from .frames import (
+    ACK,
     ANSWER_IN_REGION,
+    CHUNK,
     ERROR,
     RESULT,
     AnswerTooLarge,
@@ -19,7 +22,7 @@ from .frames import (
     open_shared_regions,
     preload_numpy,
 )
-from .inputs import Input, Output, batch_key
+from .inputs import Input, Output, as_output, batch_key
 
 
 def load_handler(model_dir, entry_point, handler_name):
@@ -38,23 +41,34 @@ def load_handler(model_dir, entry_point, handler_name):
     return handler
 
 
-def handle_call(handler, properties, contents, model_properties):
+def handle_call(handler, properties, contents, model_properties, outputs=None):
     """Runs the handler on one call: the init call (properties a dict), or requests (a list of
     [properties, number of contents], their contents in order). Returns the answer's properties
-    (`answers`: [properties, number of contents] per request) and contents."""
+    (`answers`: [properties, number of contents] per request) and contents; the Outputs it
+    answered with are appended to `outputs` (their finalize functions run once it is sent)."""
     if isinstance(properties, dict):
+        if STEPS.handles(properties):
+            # A step worker's call (option.rolling_batch): its handler is stepped.
+            return STEPS.call(handler, properties, model_properties)
         # Its answer is not used: the call only loads the handler.
         properties.update(model_properties)
         handler(Input(properties, contents))
         return {}, []
-    output = handler(_input_of(properties, contents, model_properties))
+    # What DJL's engine makes of the result: an Output, or 204 for None, or a 424 naming the
+    # type of anything else (Kiln also takes a list of Outputs, one per request).
+    output = as_output(handler(_input_of(properties, contents, model_properties)))
     if isinstance(output, (list, tuple)):
-        # Kiln's shorthand: one Output per request.
+        output = [as_output(item) for item in output]
+        if outputs is not None:
+            outputs.extend(output)
         answers = [_answer(item) for item in output]
-    elif len(properties) == 1:
-        answers = [_answer(output)]
     else:
-        answers = _split_batch(_answer(output), len(properties))
+        if outputs is not None:
+            outputs.append(output)
+        if len(properties) == 1:
+            answers = [_answer(output)]
+        else:
+            answers = _split_batch(_answer(output), len(properties))
     props = {"answers": [[answer, len(out)] for answer, out in answers]}
     return props, [content for _, out in answers for content in out]
 
@@ -183,7 +197,7 @@ def main():
     rss = _rss_reader() if os.environ.get("KILN_REPORT_RSS") == "1" else None
     interruptible = _Interruptible()
     # What DJL Serving's engine adds to every call: handlers read them in initialize().
-    model_properties = {"model_dir": model_dir, "device_id": device_id}
+    model_properties = {"model_dir": model_dir, "device_id": device_id, "handler": handler_name}
     handler = None
     clock = time.perf_counter
     while True:
@@ -191,17 +205,24 @@ def main():
         if frame is None:
             return
         request_id, kind, properties, contents = decode(frame, region)
+        if kind == ACK:
+            # Of a chunk whose call was cancelled as Node sent it.
+            continue
         answer_region = answers if kind & ANSWER_IN_REGION else None
         requests = len(properties) if isinstance(properties, list) else 1
         limit = answer_limit and answer_limit * requests
         started = clock()
+        outputs = []
         try:
             if handler is None:
                 handler = load_handler(model_dir, entry_point, handler_name)
                 preload_numpy()
             interruptible.running = True
             try:
-                props, out = handle_call(handler, properties, contents, model_properties)
+                props, out = handle_call(handler, properties, contents, model_properties, outputs)
+                streamed = _streamed(outputs, requests)
+                if streamed:
+                    _send_stream(channel, request_id, props, streamed, answer_limit)
             finally:
                 interruptible.running = False
             props["kiln_handler_us"] = int((clock() - started) * 1e6)
@@ -209,12 +230,15 @@ def main():
                 props["kiln_rss_bytes"] = rss()
             parts = encode(request_id, RESULT, props, out, answer_region, limit)
         except KeyboardInterrupt:
+            outputs = None
             parts = _error(request_id, {"message": "cancelled", "kiln_cancelled": True}, rss)
         except AnswerTooLarge as error:
+            outputs = None
             # The answer is dropped here, so it never reaches Node's memory.
             parts = _error(request_id, {"message": str(error), "code": 507}, rss)
         except Exception as error:  # noqa: BLE001 - every handler failure goes back as a frame
             traceback.print_exc(file=sys.stderr)
+            outputs = None
             message = "%s: %s" % (type(error).__name__, error)
             props = {"message": message}
             if _out_of_memory(error):
@@ -222,8 +246,60 @@ def main():
                 props["code"] = 507
             parts = _error(request_id, props, rss)
         channel.write(parts)
+        _finalize(outputs)
         # Not kept while waiting for the next call: a refused answer may be large.
-        parts = props = out = None
+        parts = props = out = outputs = None
+
+
+def _streamed(outputs, requests):
+    """The Output whose answer streams, if there is one; only a call of one request may."""
+    streamed = [output for output in outputs if output.stream_content is not None]
+    if not streamed:
+        return None
+    if requests != 1 or len(outputs) != 1:
+        raise ValueError("a streamed answer (add_stream_content) answers one request, not a batch")
+    return streamed[0]
+
+
+def _send_stream(channel, request_id, props, output, limit):
+    """Sends each item of the Output's stream as a chunk frame, the first with the answer's
+    properties, waiting for Node's ack of each before the next; the generator is closed however
+    it ends (a cancel interrupts the wait or the generator itself). The result frame follows,
+    its answer marked kiln_streamed."""
+    head = props["answers"][0][0]
+    head["kiln_streamed"] = True
+    stream = iter(output.stream_content)
+    first = True
+    try:
+        for item in stream:
+            chunk = output.stream_chunk(item)
+            props = head if first else {}
+            channel.write(encode(request_id, CHUNK, props, [("data", chunk)], None, limit))
+            first = False
+            _await_ack(channel, request_id)
+    finally:
+        close = getattr(stream, "close", None)
+        if close:
+            close()
+
+
+def _await_ack(channel, request_id):
+    frame = channel.read()
+    if frame is None:
+        raise EOFError("Node closed the channel during a stream")
+    ack_id, kind, _, _ = decode(frame)
+    if kind != ACK or ack_id != request_id:
+        raise ValueError("expected the ack of a chunk, got a frame of kind %d" % kind)
+
+
+def _finalize(outputs):
+    """Runs the finalize function of each Output answered (none when the call failed), as DJL
+    does once the answer has gone."""
+    for output in outputs or ():
+        try:
+            output.execute_finalize()
+        except Exception:  # noqa: BLE001 - the answer is sent: a failure here is only logged
+            traceback.print_exc(file=sys.stderr)
 
 
 def _error(request_id, props, rss):

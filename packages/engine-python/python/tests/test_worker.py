@@ -58,6 +58,28 @@ class WorkerTest(unittest.TestCase):
             handle_call(lambda inputs: Output().add("x"), [[{}, 1], [{}, 1]],
                         [("data", b"a"), ("data", b"b")], MODEL)
 
+    def test_a_result_that_is_not_an_output_is_a_424_naming_its_type(self):
+        props, contents = handle_call(lambda inputs: "text", [[{}, 1]], [("data", b"x")], MODEL)
+        answer = props["answers"][0][0]
+        self.assertEqual(answer["code"], 424)
+        self.assertIn("Invalid output type: <class 'str'>", bytes(contents[0][1]).decode())
+
+    def test_the_outputs_answered_are_handed_back_for_their_finalize(self):
+        done = []
+        outputs = []
+        output = Output().add("x").finalize(done.append, 1)
+        handle_call(lambda inputs: output, [[{}, 1]], [("data", b"x")], MODEL, outputs)
+        self.assertEqual(outputs, [output])
+        self.assertEqual(done, [])
+        outputs[0].execute_finalize()
+        self.assertEqual(done, [1])
+
+    def test_a_stream_is_formatted_as_djl_json_lines_or_by_its_formatter(self):
+        default = Output().add_stream_content(iter([]))
+        self.assertEqual(default.stream_chunk(["a", "b"]), b'{"outputs": ["a", "b"]}\n')
+        custom = Output().add_stream_content(iter([]), lambda text: "data: %s\n\n" % text)
+        self.assertEqual(custom.stream_chunk("x"), b"data: x\n\n")
+
 
 if __name__ == "__main__":
     unittest.main()
