@@ -7,6 +7,7 @@ export {
   type PythonCallTimings,
 } from './python-serving-context.js';
 export { PythonWorker, PYTHON_PACKAGE_DIR, type PythonWorkerOptions } from './python-worker.js';
+export { PythonStepDecoder } from './python-step-decoder.js';
 export {
   encodeFrame,
   encodeFrameParts,

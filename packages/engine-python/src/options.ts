@@ -13,6 +13,8 @@ export interface PythonModelSettings {
   readonly pythonExecutable: string;
   readonly entryPoint: string;
   readonly handler: string;
+  /** What a step worker calls (option.rolling_batch): option.handler, else `StepHandler`. */
+  readonly stepHandler: string;
   readonly loadTimeoutMs: number;
   readonly predictTimeoutMs: number;
   /** option.enable_venv: install requirements.txt into a virtual environment of the model. */
@@ -83,6 +85,7 @@ export function resolveModelSettings(
     pythonExecutable: o.string('pythonExecutable') ?? defaultPythonExecutable(),
     entryPoint: o.string('entryPoint') ?? 'model.py',
     handler: o.string('handler') ?? 'handle',
+    stepHandler: o.string('handler') ?? 'StepHandler',
     // DJL's defaults: 240 s to load, 120 s per prediction.
     loadTimeoutMs: (o.positiveNumber('model_loading_timeout') ?? 240) * 1000,
     predictTimeoutMs: (o.positiveNumber('predict_timeout') ?? 120) * 1000,

@@ -21,8 +21,9 @@ export function createPythonEngine(options: PythonEngineOptions = {}): EnginePro
     rank: options.rank ?? 1,
     // Every context is its own Python process: workers share the model on the main thread.
     execution: 'async',
-    // Its workers serve requests (DJL's Input/Output), not tensors.
-    workerKinds: ['serve'],
+    // Its workers serve requests (DJL's Input/Output), not tensors; with option.rolling_batch
+    // they step a handler that decodes text (PythonModel.newStepDecoder).
+    workerKinds: ['serve', 'step'],
     options: PYTHON_OPTIONS,
     // The handler gets every key among its properties: none is unknown.
     passesSettingsToModel: true,

@@ -12,10 +12,13 @@ import {
   type ServingProperties,
   type TensorDescriptor,
   preloadFor,
+  wantsRollingBatch,
 } from '@kiln/core';
 import { ENGINE_NAME } from './engine-name.js';
 import { type PythonModelSettings, resolveModelSettings } from './options.js';
 import { PythonServingContext } from './python-serving-context.js';
+import { PythonStepDecoder } from './python-step-decoder.js';
+import type { PythonWorkerOptions } from './python-worker.js';
 import { type RequirementsReport, prepareRequirements, venvPython } from './requirements.js';
 import { workerEnv } from './thread-env.js';
 
@@ -30,7 +33,8 @@ export class PythonModel implements Model {
   readonly name: string;
   readonly modelDir: string;
   readonly properties: ServingProperties;
-  private readonly contexts = new Set<PythonServingContext>();
+  /** Its Python processes: serving contexts, or step decoders. */
+  private readonly contexts = new Set<PythonServingContext | PythonStepDecoder>();
 
   private constructor(
     request: ModelLoadRequest,
@@ -70,7 +74,9 @@ export class PythonModel implements Model {
   describe(): Record<string, unknown> {
     return {
       entryPoint: this.settings.entryPoint,
-      handler: this.settings.handler,
+      handler: wantsRollingBatch(this.properties)
+        ? this.settings.stepHandler
+        : this.settings.handler,
       pythonExecutable: this.settings.pythonExecutable,
       pythonVersion: this.pythonVersion,
       venv: this.requirements?.venv ?? null,
@@ -100,28 +106,48 @@ export class PythonModel implements Model {
     options: ExecutionContextOptions & { readonly signal?: AbortSignal } = {},
   ): Promise<PythonServingContext> {
     const context = await PythonServingContext.start(
-      {
-        modelName: this.name,
-        modelDir: this.modelDir,
-        ...this.settings,
-        env: {
-          ...workerEnv(this.settings.env, options.intraOpThreads),
-          // Core pinning: the worker sets its own affinity before it loads the handler.
-          ...(options.cpuCores ? { KILN_CPU_CORES: options.cpuCores.join(',') } : {}),
-          // Last: option.env's own LD_PRELOAD entries are kept behind the allocator.
-          ...preloadFor(this.settings.allocatorLibrary, {
-            ...process.env,
-            ...this.settings.env,
-          }),
-        },
-        deviceId: this.device.type === 'gpu' ? String(this.device.id) : '-1',
-        initProperties: this.initProperties,
-      },
+      this.workerOptions(options),
       () => this.contexts.delete(context),
       options.signal,
     );
     this.contexts.add(context);
     return context;
+  }
+
+  /**
+   * A step worker's decoder (option.rolling_batch): its own Python process, holding the object
+   * that model.py's step handler (option.handler, default `StepHandler`) returned.
+   */
+  async newStepDecoder(
+    options: ExecutionContextOptions & { readonly signal?: AbortSignal } = {},
+  ): Promise<PythonStepDecoder> {
+    const decoder = await PythonStepDecoder.start(
+      { ...this.workerOptions(options), handler: this.settings.stepHandler },
+      () => this.contexts.delete(decoder),
+      options.signal,
+    );
+    this.contexts.add(decoder);
+    return decoder;
+  }
+
+  private workerOptions(options: ExecutionContextOptions): PythonWorkerOptions {
+    return {
+      modelName: this.name,
+      modelDir: this.modelDir,
+      ...this.settings,
+      env: {
+        ...workerEnv(this.settings.env, options.intraOpThreads),
+        // Core pinning: the worker sets its own affinity before it loads the handler.
+        ...(options.cpuCores ? { KILN_CPU_CORES: options.cpuCores.join(',') } : {}),
+        // Last: option.env's own LD_PRELOAD entries are kept behind the allocator.
+        ...preloadFor(this.settings.allocatorLibrary, {
+          ...process.env,
+          ...this.settings.env,
+        }),
+      },
+      deviceId: this.device.type === 'gpu' ? String(this.device.id) : '-1',
+      initProperties: this.initProperties,
+    };
   }
 
   /** Tensors in and out (Model's contract): a serving context, fed raw tensors. */

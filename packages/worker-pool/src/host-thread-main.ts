@@ -85,7 +85,9 @@ async function start(id: number, init: WorkerInit): Promise<void> {
       ...(cpuCores ? { cpuCores } : {}),
     };
     if (init.kind === 'step') {
-      hosted.stepper = await startStepper(model, load.request.modelDir, contextOptions);
+      hosted.stepper = await startStepper(model, load.request.modelDir, contextOptions, (error) =>
+        post({ type: 'lost', worker: id, error: error.toJSON() }),
+      );
     } else {
       // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
       const translator = await servingTranslator(model, init.recipe.translator);
@@ -121,11 +123,15 @@ async function start(id: number, init: WorkerInit): Promise<void> {
   }
 }
 
-/** A step worker's decoder, with the folder's tokenizer for its streaming detokenizers. */
+/**
+ * A step worker's decoder, with the folder's tokenizer for its streaming detokenizers;
+ * `onLost` hears of a decoder that can step no more (its process died), to end the worker.
+ */
 async function startStepper(
   model: Model,
   modelDir: string,
   options: { intraOpThreads?: number; cpuCores?: readonly number[] },
+  onLost: (error: KilnError) => void,
 ): Promise<SequenceStepper> {
   if (!model.newStepDecoder)
     throw new KilnError(
@@ -142,6 +148,7 @@ async function startStepper(
       `the tokenizer has ${tokenizer.vocabSize} tokens but the model's logits only ${decoder.vocabSize}`,
     );
   }
+  decoder.onLost?.(onLost);
   return new SequenceStepper(decoder, tokenizer);
 }
 

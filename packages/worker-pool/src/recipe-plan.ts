@@ -30,7 +30,7 @@ export type PlannedRecipe =
       readonly translator: Translator<ServingInput, ServingOutput>;
     }
   | {
-      /** A blocking engine: each worker loads the resolved recipe on a host thread. */
+      /** A blocking engine, or step workers: each loads the resolved recipe on a host thread. */
       readonly kind: 'threads';
       readonly workerKind: WorkerKind;
       readonly recipe: ResolvedRecipe;
@@ -63,7 +63,9 @@ export async function planRecipe(
     provider ?? { name: load.engineName ?? 'its engine', workerKinds: undefined },
     load.request.properties,
   );
-  if (provider?.execution === 'async') {
+  // A step worker keeps its samplers and detokenizers on a thread of its own, whatever runs
+  // the model (an async engine's process too).
+  if (provider?.execution === 'async' && workerKind !== 'step') {
     const model = await loadResolvedModel(load, registry);
     try {
       const translator = await servingTranslator(model, recipe.translator);

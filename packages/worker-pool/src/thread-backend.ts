@@ -269,6 +269,10 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         step?.reject(KilnError.fromJSON(message.error));
         return;
       }
+      case 'lost':
+        // The thread lives on, but its worker cannot: it goes as if its thread had ended.
+        this.onExit(KilnError.fromJSON(message.error));
+        return;
       case 'profile': {
         const profile = this.profiles.get(message.id);
         this.profiles.delete(message.id);

@@ -142,6 +142,8 @@ export type FromHost =
       readonly id: number;
       readonly error: SerializedKilnError;
     }
+  /** The worker's step decoder can run no more steps (its engine's process died). */
+  | { readonly type: 'lost'; readonly worker: number; readonly error: SerializedKilnError }
   | {
       readonly type: 'profile';
       readonly worker: number;

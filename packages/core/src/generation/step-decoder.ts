@@ -1,3 +1,5 @@
+import type { KilnError } from '../errors.js';
+
 /**
  * What the rolling-batch scheduler needs from a model: per-sequence state (its KV cache) and
  * one step over many sequences at once. Engine adapters implement it; the scheduler never
@@ -23,6 +25,11 @@ export interface StepDecoder<S = unknown> {
   release(state: S): void;
   /** Releases what the decoder holds (sessions, caches). */
   close?(): Promise<void>;
+  /**
+   * Calls `listener` once if the decoder can run no more steps while it is not closed (the
+   * process holding the model died): its worker is then replaced.
+   */
+  onLost?(listener: (error: KilnError) => void): void;
 }
 
 export interface StepEntry<S> {
