@@ -1,6 +1,6 @@
 import type { Clock, Job, JobQueue } from '@kiln/batching';
 import { KilnError, KilnErrorCode, type PredictResult } from '@kiln/core';
-import type { BatchRun, WorkerBackend } from './worker-backend.js';
+import type { BatchRun, ChunkSink, WorkerBackend } from './worker-backend.js';
 import type { WorkerFacts } from './worker-protocol.js';
 
 const MIN_IDLE_RECHECK_MS = 1000;
@@ -255,6 +255,7 @@ export class PoolWorker<I, O> {
       run = await this.backend.run(
         jobs.map((j) => j.job.input),
         controller.signal,
+        chunkSinksOf(jobs),
       );
     } catch (cause) {
       error = this.failure(cause);
@@ -482,4 +483,11 @@ export class PoolWorker<I, O> {
 
 function isCrash<O>(result: PredictResult<O> | undefined): boolean {
   return result !== undefined && !result.ok && result.error.code === KilnErrorCode.WorkerCrashed;
+}
+
+/** Where each job's streamed pieces go, by index; undefined when no job of the batch streams. */
+function chunkSinksOf<I, O>(
+  jobs: readonly { job: Job<I, O> }[],
+): (ChunkSink | undefined)[] | undefined {
+  return jobs.some(({ job }) => job.onChunk) ? jobs.map(({ job }) => job.onChunk) : undefined;
 }

@@ -4,6 +4,8 @@ import {
   KilnErrorCode,
   type Model,
   type PredictResult,
+  type ServingChunk,
+  type ServingChunkSink,
   type ServingContext,
   type ServingInput,
   type ServingOutput,
@@ -56,7 +58,10 @@ class ServingModel implements Model {
     this.contexts++;
     const listeners: ((error: KilnError) => void)[] = [];
     return {
-      serve: async (inputs: readonly ServingInput[]): Promise<PredictResult<ServingOutput>[]> => {
+      serve: async (
+        inputs: readonly ServingInput[],
+        options: { onChunk?: readonly (ServingChunkSink | undefined)[] } = {},
+      ): Promise<PredictResult<ServingOutput>[]> => {
         this.batches.push(inputs.length);
         await new Promise((resolve) => setTimeout(resolve, 5));
         const texts = inputs.map((input) => new TextDecoder().decode(input.body));
@@ -65,7 +70,18 @@ class ServingModel implements Model {
           for (const listener of listeners) listener(error);
           throw error;
         }
-        return texts.map((text) => ({ ok: true, value: { type: 'json', value: text } }));
+        const results: PredictResult<ServingOutput>[] = [];
+        for (const [i, text] of texts.entries()) {
+          const sink = options.onChunk?.[i];
+          if (text !== 'stream' || !sink) {
+            results.push({ ok: true, value: { type: 'json', value: text } });
+            continue;
+          }
+          // A body `stream` answers in three pieces, each once the last is taken.
+          for (const piece of [0, 1, 2]) await sink({ body: new TextEncoder().encode(`${piece}`) });
+          results.push({ ok: true, value: { type: 'streamed' } });
+        }
+        return results;
       },
       onDeath: (listener) => listeners.push(listener),
       close: () => Promise.resolve(),
@@ -107,6 +123,25 @@ describe('serve workers', () => {
       'c',
     ]);
     expect(model.batches).toContain(3);
+  });
+
+  it("hand each job's onChunk to the serving context, which streams its answer through it", async () => {
+    const model = new ServingModel();
+    const pool = await servePool(model, { batchSize: 4, maxBatchDelayMs: 50 });
+    const pieces: string[] = [];
+    const streamed = pool.submit(
+      { body: new TextEncoder().encode('stream') },
+      {
+        onChunk: async (chunk) => {
+          pieces.push(new TextDecoder().decode((chunk as ServingChunk).body));
+          await new Promise((resolve) => setTimeout(resolve, 5));
+        },
+      },
+    ).result;
+    const [plain, answer] = await Promise.all([ask(pool, 'plain'), streamed]);
+    expect(answer).toEqual({ type: 'streamed' });
+    expect(pieces).toEqual(['0', '1', '2']);
+    expect(plain).toBe('plain');
   });
 
   it('die with their context; the pool replaces them, and the innocents of a batch are answered', async () => {

@@ -2,6 +2,7 @@ import {
   KilnError,
   KilnErrorCode,
   type Model,
+  type ServingChunkSink,
   type ServingContext,
   type ServingInput,
   type ServingOutput,
@@ -60,11 +61,13 @@ export class ServeBackend implements WorkerBackend<ServingInput, ServingOutput> 
   async run(
     inputs: readonly ServingInput[],
     signal: AbortSignal,
+    onChunk?: readonly (ServingChunkSink | undefined)[],
   ): Promise<BatchRun<ServingOutput>> {
     if (!this.context)
       throw new KilnError(KilnErrorCode.Internal, 'serve worker ran before it started');
     const started = performance.now();
-    const results = await this.context.serve(inputs, { signal });
+    // A handler's streamed answer goes to its request's sink as it comes.
+    const results = await this.context.serve(inputs, onChunk ? { signal, onChunk } : { signal });
     // The whole call is the model's time: requests are neither encoded nor decoded here.
     const inferenceMs = performance.now() - started;
     const timings = {

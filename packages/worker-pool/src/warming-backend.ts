@@ -39,7 +39,7 @@ export function withWarmup<I, O>(
       );
       return warmup ? { ...facts, warmup } : facts;
     },
-    run: (inputs, signal): Promise<BatchRun<O>> => backend.run(inputs, signal),
+    run: (inputs, signal, onChunk): Promise<BatchRun<O>> => backend.run(inputs, signal, onChunk),
     endProfiling: (options) => backend.endProfiling(options),
     onDeath: (listener) => backend.onDeath(listener),
     stop: () => backend.stop(),

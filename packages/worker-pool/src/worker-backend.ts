@@ -2,6 +2,9 @@ import type { StepReply, StepRequest } from '@kiln/batching';
 import type { KilnError, PredictResult, PredictTimings } from '@kiln/core';
 import type { WorkerFacts } from './worker-protocol.js';
 
+/** A job's JobOptions.onChunk. */
+export type ChunkSink = (chunk: unknown) => void | Promise<void>;
+
 /** One executed batch: a result per input, in order, and where the time went. */
 export interface BatchRun<O> {
   readonly results: readonly PredictResult<O>[];
@@ -26,8 +29,14 @@ export interface WorkerBackend<I, O> {
   /**
    * Runs one batch; each input succeeds or fails on its own. Rejects only when the worker
    * itself failed (its thread died, its engine failed as a whole): it must then be replaced.
+   * `onChunk` has, by index, where the pieces of an input whose answer streams go (its job's
+   * JobOptions.onChunk); backends whose answers never stream ignore it.
    */
-  run(inputs: readonly I[], signal: AbortSignal): Promise<BatchRun<O>>;
+  run(
+    inputs: readonly I[],
+    signal: AbortSignal,
+    onChunk?: readonly (ChunkSink | undefined)[],
+  ): Promise<BatchRun<O>>;
   /**
    * A step worker's step (see StepRequest); rejects with the step's own error, or with
    * WORKER_CRASHED once the worker is gone. One step in flight at a time.

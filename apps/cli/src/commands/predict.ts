@@ -116,6 +116,8 @@ function writeOutput(cli: CliContext, output: ServingOutput, file: string | unde
     else process.stdout.write(output.body);
     return;
   }
+  // Answers stream only to a caller that takes their chunks, which this command is not.
+  if (output.type === 'streamed') return;
   if (output.type === 'json') {
     if (file) fs.writeFileSync(file, JSON.stringify(output.value, null, 2));
     else cli.out(JSON.stringify(output.value, null, 2));

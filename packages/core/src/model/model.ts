@@ -6,7 +6,7 @@ import type { Shape } from '../tensor/shape.js';
 import type { ServingProperties } from '../loading/serving-properties.js';
 import type { KilnError } from '../errors.js';
 import type { PredictResult } from '../translate/predictor.js';
-import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
+import type { ServingChunkSink, ServingInput, ServingOutput } from '../translate/serving-io.js';
 
 /** A model input or output: name, element type and shape (-1 for a dynamic dimension). */
 export interface TensorDescriptor {
@@ -57,10 +57,17 @@ export interface ExecutionContextOptions {
  * one result per request out, with no tensors or translator between. One call at a time.
  */
 export interface ServingContext {
-  /** Each input succeeds or fails on its own; rejects only when the context died under it. */
+  /**
+   * Each input succeeds or fails on its own; rejects only when the context died under it. An
+   * input with a sink in `onChunk` (by index) may answer in pieces through it, its result then
+   * `{ type: 'streamed' }`; without one, a streamed answer is gathered into one.
+   */
   serve(
     inputs: readonly ServingInput[],
-    options?: { readonly signal?: AbortSignal },
+    options?: {
+      readonly signal?: AbortSignal;
+      readonly onChunk?: readonly (ServingChunkSink | undefined)[];
+    },
   ): Promise<PredictResult<ServingOutput>[]>;
   /** Called once when the context dies (process exit, kill, limit crossed): the pool replaces it. */
   onDeath(listener: (error: KilnError) => void): void;

@@ -66,6 +66,8 @@ export type ServingOutput = (
       readonly body: Uint8Array;
       readonly contentType: string | undefined;
     }
+  /** The answer went out as ServingChunks through the request's `onChunk`: nothing follows. */
+  | { readonly type: 'streamed' }
 ) & {
   /** Response headers the model asks for beside the content type (valid names and values). */
   readonly headers?: Readonly<Record<string, string>>;
@@ -75,3 +77,26 @@ export type ServingOutput = (
    */
   readonly status?: number;
 };
+
+/**
+ * A piece of an answer that streams (a Python handler's `Output.add_stream_content`), handed
+ * to the request's `onChunk` as the model produces it; the request's result follows the last.
+ */
+export interface ServingChunk {
+  /** On the first piece only: how the answer starts. */
+  readonly head?: ServingChunkHead;
+  readonly body: Uint8Array;
+}
+
+export interface ServingChunkHead {
+  readonly status: number;
+  /** Undefined: sent without a Content-Type. */
+  readonly contentType: string | undefined;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Takes a streamed answer's pieces in order; a promise it returns holds the next piece until it
+ * settles (a slow client slows its own stream).
+ */
+export type ServingChunkSink = (chunk: ServingChunk) => void | Promise<void>;

@@ -50,6 +50,7 @@ export type ServingOutputMessage = (
       readonly body: Uint8Array;
       readonly contentType: string | undefined;
     }
+  | { readonly type: 'streamed' }
 ) & {
   readonly headers: Readonly<Record<string, string>> | undefined;
   readonly status?: number;
@@ -214,6 +215,8 @@ export function servingOutputToMessage(
         contentType: output.contentType,
         ...common,
       };
+    case 'streamed':
+      return { type: 'streamed', ...common };
     default:
       return { type: 'json', value: output.value, ...common };
   }
@@ -229,6 +232,8 @@ export function servingOutputFromMessage(message: ServingOutputMessage): Serving
       return { type: 'tensors', tensors: ndListFromMessage(message.tensors), ...common };
     case 'bytes':
       return { type: 'bytes', body: message.body, contentType: message.contentType, ...common };
+    case 'streamed':
+      return { type: 'streamed', ...common };
     default:
       return { type: 'json', value: message.value, ...common };
   }
