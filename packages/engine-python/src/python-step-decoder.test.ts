@@ -8,8 +8,9 @@ const { run } = await checkEngine('Python', () => probePython(TEST_PYTHON));
 
 afterAll(removeTestModels);
 
-// Each request's logits are one-hot at (the sum of the tokens it was fed) % 7; a feed of 5
-// raises, of 4 ends the process, of 3 answers a row too short.
+// Each request's logits are one-hot at (the sum of the tokens it was fed) % 7; a feed of 6
+// answers the number of steps so far and of requests held instead, of 5 raises, of 4 ends the
+// process, of 3 answers a row too short.
 const COUNTING = `
 import json, os
 import numpy as np
@@ -20,8 +21,10 @@ class Counter:
         self.max_sequence_length = int(properties["max_len"])
         self.eos_token_id = 0
         self.sums = {}
+        self.steps = 0
 
     def step(self, batch):
+        self.steps += 1
         for r in batch.finished:
             del self.sums[r]
         for r in batch.new_requests:
@@ -34,6 +37,9 @@ class Counter:
                 os._exit(4)
             if feed.tokens == [3]:
                 return [np.zeros(3)]
+            if feed.tokens == [6]:
+                rows.append(np.array([self.steps, len(self.sums), 0, 0, 0, 0, 0], np.float32))
+                continue
             self.sums[feed.request_id] += sum(feed.tokens)
             row = np.zeros(7, np.float32)
             row[self.sums[feed.request_id] % 7] = 1
@@ -59,17 +65,35 @@ describe.skipIf(!run)('PythonStepDecoder', () => {
     decoder.release(dropped); // never sent: the handler never hears of it
     let rows = await decoder.step([
       { state: a, tokens: [1, 2] },
-      { state: b, tokens: [6] },
+      { state: b, tokens: [2, 4] },
     ]);
     expect(rows.map(argmax)).toEqual([3, 6]);
     decoder.release(b);
     rows = await decoder.step([{ state: a, tokens: [2] }]);
     expect(rows.map(argmax)).toEqual([5]);
     expect(rows[0]).toBeInstanceOf(Float32Array);
+    // Three steps, one request held: b's release went with the second.
+    const [counts] = await decoder.step([{ state: a, tokens: [6] }]);
+    expect([...counts!.subarray(0, 2)]).toEqual([3, 1]);
     expect(model.describe()).toMatchObject({ handler: 'Counter', workers: 1 });
     await decoder.close();
     expect(model.describe()).toMatchObject({ workers: 0 });
     await expect(decoder.step([{ state: a, tokens: [1] }])).rejects.toThrow(/closed/);
+    await model.dispose();
+  });
+
+  it('sends the releases no step takes along on their own', async () => {
+    const { model, decoder } = await decoderOf();
+    const [a, b] = [decoder.open(), decoder.open()];
+    await decoder.step([
+      { state: a, tokens: [1] },
+      { state: b, tokens: [1] },
+    ]);
+    decoder.release(b);
+    await new Promise((resolve) => setImmediate(resolve));
+    // Its third step: the second one freed b.
+    const [row] = await decoder.step([{ state: a, tokens: [6] }]);
+    expect([...row!.subarray(0, 2)]).toEqual([3, 1]);
     await model.dispose();
   });
 

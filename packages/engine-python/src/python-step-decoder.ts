@@ -19,7 +19,8 @@ interface HandlerInfo {
  * A Python step handler (option.rolling_batch) as a StepDecoder: one Python process holding
  * the object model.py's handler made, stepped with token ids; each step answers a row of
  * logits per entry, which the SequenceStepper beside it samples. Sequences opened and released
- * between steps travel with the next step, so a step is one round trip.
+ * between steps travel with the next step, so a step is one round trip; releases that no step
+ * takes along (the last sequences ended) go on their own, so the handler frees their state.
  */
 export class PythonStepDecoder implements StepDecoder<number> {
   readonly vocabSize: number;
@@ -30,6 +31,7 @@ export class PythonStepDecoder implements StepDecoder<number> {
   private opens: number[] = [];
   private releases: number[] = [];
   private closed = false;
+  private flushPending = false;
 
   private constructor(
     private readonly worker: PythonWorker,
@@ -91,7 +93,22 @@ export class PythonStepDecoder implements StepDecoder<number> {
   release(state: number): void {
     const unsent = this.opens.indexOf(state);
     if (unsent >= 0) this.opens.splice(unsent, 1);
-    else this.releases.push(state);
+    else {
+      this.releases.push(state);
+      this.flushSoon();
+    }
+  }
+
+  /** Sends the releases a step of this turn did not take along, in a step of no feeds. */
+  private flushSoon(): void {
+    if (this.flushPending) return;
+    this.flushPending = true;
+    setImmediate(() => {
+      this.flushPending = false;
+      if (this.releases.length === 0 || this.closed) return;
+      // A failure is the worker's: its next step, or its death, says so.
+      this.step([]).catch(() => undefined);
+    });
   }
 
   onLost(listener: (error: KilnError) => void): void {
@@ -107,6 +124,7 @@ export class PythonStepDecoder implements StepDecoder<number> {
 
   /** The answer's float32 [entries, vocab] logits, a view of each row. */
   private rowsOf(answer: Frame, entries: number): Float32Array[] {
+    if (entries === 0) return [];
     const logits = answer.contents.find((c) => c.name === 'logits');
     const [rows, vocab] = logits?.shape ?? [];
     if (!logits || logits.dtype !== 'float32' || rows !== entries || vocab !== this.vocabSize)

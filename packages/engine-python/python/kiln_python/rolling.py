@@ -40,7 +40,7 @@ class StepBatch:
         self.feeds = feeds
 
 
-class StepWorker:
+class StepHandlerHost:
     """Holds the handler's object and answers Node's step calls."""
 
     def __init__(self):
@@ -75,7 +75,9 @@ class StepWorker:
         for key in ("vocab_size", "max_sequence_length"):
             value = getattr(handler, key, None)
             if not isinstance(value, int) or value < 1:
-                raise ValueError("the step handler's %s must be an integer >= 1, not %r" % (key, value))
+                raise ValueError(
+                    "the step handler's %s must be an integer >= 1, not %r" % (key, value)
+                )
             info[key] = value
         for key in ("eos_token_id", "cache_bytes_per_token"):
             value = getattr(handler, key, None)
@@ -112,4 +114,4 @@ def _numpy_of(value):
 
 
 # One per worker process: a process runs one model's handler.
-STEPS = StepWorker()
+STEPS = StepHandlerHost()
