@@ -170,7 +170,7 @@ def handle(inputs: Input):
       json: { a: [1, 2] },
       batch: false,
       n: 1,
-      props: { model_dir: model.modelDir, device_id: '-1' },
+      props: { model_dir: model.modelDir, device_id: '-1', handler: 'handle' },
     });
     expect(output.get('npz').dtype).toBe('int32');
     expect([...(output.get('npz').data as Int32Array)]).toEqual([0, 1, 2]);
