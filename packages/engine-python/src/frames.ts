@@ -1,7 +1,11 @@
 import { KilnError, KilnErrorCode, isDType, type DType } from '@kiln/core';
 
-/** Frame kinds shared with python/kiln_python/worker.py. */
-export const FrameKind = { Call: 0, Result: 1, Error: 2 } as const;
+/**
+ * Frame kinds shared with python/kiln_python/worker.py. A streamed answer comes as chunks (the
+ * first with the answer's properties) before its result; the worker waits for an ack of each
+ * chunk before it produces the next.
+ */
+export const FrameKind = { Call: 0, Result: 1, Error: 2, Chunk: 3, Ack: 4 } as const;
 export type FrameKind = (typeof FrameKind)[keyof typeof FrameKind];
 
 /** A named content: raw bytes, or a tensor (dtype + shape + raw little-endian elements). */

@@ -6,6 +6,7 @@ import {
   type ExecutionContext,
   type ForwardOptions,
   type PredictResult,
+  type ServingChunkSink,
   type ServingContext,
   type ServingInput,
   type ServingOutput,
@@ -14,6 +15,7 @@ import { allowedCpusOf, parseCpuList } from './cpu-affinity.js';
 import type { Frame } from './frames.js';
 import { PythonWorker, type PythonWorkerOptions } from './python-worker.js';
 import { type PythonRequest, outputOf, requestOf } from './serving.js';
+import { StreamedAnswer } from './streamed-answer.js';
 
 /**
  * One Python process serving requests: each call carries the requests of a batch, every one
@@ -37,7 +39,10 @@ export class PythonServingContext implements ServingContext, ExecutionContext {
 
   async serve(
     inputs: readonly ServingInput[],
-    options: { readonly signal?: AbortSignal } = {},
+    options: {
+      readonly signal?: AbortSignal;
+      readonly onChunk?: readonly (ServingChunkSink | undefined)[];
+    } = {},
   ): Promise<PredictResult<ServingOutput>[]> {
     const results: PredictResult<ServingOutput>[] = new Array(inputs.length);
     const sent: { index: number; request: PythonRequest }[] = [];
@@ -55,11 +60,16 @@ export class PythonServingContext implements ServingContext, ExecutionContext {
     );
     const contents = sent.flatMap(({ request }) => request.contents);
     let frame: Frame;
+    // Only a call of one request may stream (the worker refuses a batch's stream).
+    const stream = new StreamedAnswer(
+      sent.length === 1 ? options.onChunk?.[sent[0]!.index] : undefined,
+    );
     const started = performance.now();
     try {
       frame = await this.worker.call(properties, contents, {
         requests: sent.length,
         ...(options.signal ? { signal: options.signal } : {}),
+        onChunk: (chunk) => stream.take(chunk),
       });
     } catch (cause) {
       const error = KilnError.wrap(cause, KilnErrorCode.EngineError);
@@ -76,7 +86,9 @@ export class PythonServingContext implements ServingContext, ExecutionContext {
         { code: 500, message: 'the handler gave no answer' },
         0,
       ];
-      results[index] = outputOf(request, answer, frame.contents.slice(at, (at += count)));
+      results[index] = answer.kiln_streamed
+        ? stream.result(request, answer)
+        : outputOf(request, answer, frame.contents.slice(at, (at += count)));
     });
     return results;
   }

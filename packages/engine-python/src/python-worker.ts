@@ -10,6 +10,7 @@ import {
   FrameReader,
   FrameTooLargeError,
   decodeFrame,
+  encodeFrame,
   encodeFrameParts,
 } from './frames.js';
 import { SharedRegion } from './shared-region.js';
@@ -52,6 +53,11 @@ export interface CallOptions {
   readonly requests?: number;
   /** Cancels the call: the handler is interrupted, or its worker killed when it goes on. */
   readonly signal?: AbortSignal;
+  /**
+   * Takes each chunk of a streamed answer; the worker produces the next once a promise it
+   * returns settles. Each chunk restarts the call's timeout. Without it chunks are dropped.
+   */
+  readonly onChunk?: (chunk: Frame) => void | Promise<void>;
 }
 
 /** Framing a frame adds to its properties and contents (headers, names, alignment). */
@@ -74,6 +80,7 @@ interface Pending {
   cancelled?: { readonly error: KilnError; readonly timer: NodeJS.Timeout };
   /** Stops listening to the call's signal. */
   unlisten?: () => void;
+  onChunk?: ((chunk: Frame) => void | Promise<void>) | undefined;
 }
 
 /**
@@ -288,7 +295,7 @@ export class PythonWorker {
     options: CallOptions = {},
   ): Promise<Frame> {
     if (this.exitError) return Promise.reject(this.exitError);
-    const { timeoutMs = this.options.predictTimeoutMs, requests = 1, signal } = options;
+    const { timeoutMs = this.options.predictTimeoutMs, requests = 1, signal, onChunk } = options;
     if (signal?.aborted) return Promise.reject(cancelReason(signal));
     const id = this.nextId++;
     let parts: Buffer[];
@@ -311,7 +318,15 @@ export class PythonWorker {
       ? this.options.maxResponseBytes * requests + FRAME_ALLOWANCE
       : Infinity;
     const answered = new Promise<Frame>((resolve, reject) => {
-      const pending: Pending = { resolve, reject, deadline, timeoutMs, shared, responseLimit };
+      const pending: Pending = {
+        resolve,
+        reject,
+        deadline,
+        timeoutMs,
+        shared,
+        responseLimit,
+        onChunk,
+      };
       this.pending.set(id, pending);
       if (signal) {
         const onAbort = () => this.cancel(id, cancelReason(signal));
@@ -384,6 +399,10 @@ export class PythonWorker {
   private settle(frame: Frame): void {
     const pending = this.pending.get(frame.id);
     if (!pending) return;
+    if (frame.kind === FrameKind.Chunk) {
+      this.takeChunk(frame, pending);
+      return;
+    }
     this.pending.delete(frame.id);
     if (pending.shared) this.region!.release();
     this.release(pending);
@@ -404,6 +423,35 @@ export class PythonWorker {
     }
     // Not after the init call (id 1): start() refuses a worker already past the limit.
     if (frame.id !== 1) this.endIfOver(rssOf(frame));
+  }
+
+  /**
+   * Hands a chunk of a streamed answer over, then acks it so the worker produces the next. A
+   * cancelled call gets no ack: SIGINT interrupts the worker's wait for it.
+   */
+  private takeChunk(frame: Frame, pending: Pending): void {
+    if (pending.cancelled) return;
+    pending.deadline = performance.now() + pending.timeoutMs;
+    const ack = () => {
+      if (this.pending.get(frame.id) !== pending || pending.cancelled || this.exitError) return;
+      this.requests.write(
+        encodeFrame({ id: frame.id, kind: FrameKind.Ack, properties: {}, contents: [] }),
+      );
+    };
+    let taken: void | Promise<void>;
+    try {
+      taken = pending.onChunk?.(frame);
+    } catch (error) {
+      this.cancel(frame.id, KilnError.wrap(error, KilnErrorCode.Internal));
+      return;
+    }
+    if (taken) {
+      taken.then(ack, (error: unknown) =>
+        this.cancel(frame.id, KilnError.wrap(error, KilnErrorCode.Internal)),
+      );
+    } else {
+      ack();
+    }
   }
 
   /** Stops watching a call that is answered or failed. */

@@ -15,6 +15,7 @@ import {
   type GrpcInferRequest,
   type NumericDType,
   type PredictResult,
+  type ServingChunkHead,
   type ServingInput,
   type ServingOutput,
   type V2InferRequest,
@@ -116,6 +117,17 @@ export function outputOf(
   } catch (error) {
     return { ok: false, error: KilnError.wrap(error, KilnErrorCode.EngineError) };
   }
+}
+
+/** How a streamed answer starts, from the properties its first chunk carries. */
+export function chunkHeadOf(properties: Readonly<Record<string, unknown>>): ServingChunkHead {
+  const strings = stringProperties(properties);
+  const headers = responseHeaders(strings);
+  return {
+    status: statusOf(strings),
+    contentType: property(strings, 'content-type'),
+    ...(headers ? { headers } : {}),
+  };
 }
 
 /** The Output's code as an HTTP status: 200 when it names none that HTTP can send with a body. */
@@ -234,7 +246,7 @@ function bodyOutput(bytes: Uint8Array, contentType: string | undefined): Serving
       tensors: decodeTensors(bytes, contentType ? { contentType } : {}),
     };
   }
-  if (type.includes('json')) {
+  if (JSON_TYPE.test(type)) {
     try {
       return { type: 'json', value: JSON.parse(utf8OrUndefined(bytes) ?? '') as unknown };
     } catch {
@@ -253,6 +265,9 @@ function bodyOutput(bytes: Uint8Array, contentType: string | undefined): Serving
   }
   return { type: 'bytes', body: bytes, contentType: contentType || undefined };
 }
+
+/** application/json and its +json kinds; not JSON lines, which are many JSON values. */
+const JSON_TYPE = /^application\/([\w.-]+\+)?json\s*(;|$)/;
 
 function utf8OrUndefined(bytes: Uint8Array): string | undefined {
   try {

@@ -22,7 +22,7 @@ from .frames import (
     open_shared_regions,
     preload_numpy,
 )
-from .inputs import Input, Output, as_output, batch_key
+from .inputs import Input, Output, _default_stream_output_formatter, as_output, batch_key
 
 
 def load_handler(model_dir, entry_point, handler_name):
@@ -138,14 +138,31 @@ def _out_of_memory(error):
 class _Interruptible:
     """Node cancels a running call with SIGINT (its client went away): the handler then gets a
     KeyboardInterrupt. Between calls the signal is ignored, so one that arrives as the answer
-    leaves cannot break the worker's read of the next call."""
+    leaves cannot break the worker's read of the next call; while a streamed answer's chunk is
+    written it is held, and raised once the chunk has gone whole."""
 
     def __init__(self):
         self.running = False
+        self.held = False
         signal.signal(signal.SIGINT, self._interrupt)
 
     def _interrupt(self, signum, frame):
         if self.running:
+            raise KeyboardInterrupt
+        self.held = True
+
+    def start(self):
+        self.held = False
+        self.running = True
+
+    def write_whole(self, channel, parts):
+        self.running = False
+        try:
+            channel.write(parts)
+        finally:
+            self.running = True
+        if self.held:
+            self.held = False
             raise KeyboardInterrupt
 
 
@@ -217,12 +234,12 @@ def main():
             if handler is None:
                 handler = load_handler(model_dir, entry_point, handler_name)
                 preload_numpy()
-            interruptible.running = True
+            interruptible.start()
             try:
                 props, out = handle_call(handler, properties, contents, model_properties, outputs)
                 streamed = _streamed(outputs, requests)
                 if streamed:
-                    _send_stream(channel, request_id, props, streamed, answer_limit)
+                    _send_stream(channel, interruptible, request_id, props, streamed, answer_limit)
             finally:
                 interruptible.running = False
             props["kiln_handler_us"] = int((clock() - started) * 1e6)
@@ -261,20 +278,25 @@ def _streamed(outputs, requests):
     return streamed[0]
 
 
-def _send_stream(channel, request_id, props, output, limit):
+def _send_stream(channel, interruptible, request_id, props, output, limit):
     """Sends each item of the Output's stream as a chunk frame, the first with the answer's
     properties, waiting for Node's ack of each before the next; the generator is closed however
     it ends (a cancel interrupts the wait or the generator itself). The result frame follows,
     its answer marked kiln_streamed."""
     head = props["answers"][0][0]
     head["kiln_streamed"] = True
+    default_format = output.stream_output_formatter is _default_stream_output_formatter
+    if default_format and output.get_property("content-type") is None:
+        # DJL's default formatter writes JSON lines.
+        head["content-type"] = "application/jsonlines"
     stream = iter(output.stream_content)
     first = True
     try:
         for item in stream:
             chunk = output.stream_chunk(item)
             props = head if first else {}
-            channel.write(encode(request_id, CHUNK, props, [("data", chunk)], None, limit))
+            parts = encode(request_id, CHUNK, props, [("data", chunk)], None, limit)
+            interruptible.write_whole(channel, parts)
             first = False
             _await_ack(channel, request_id)
     finally:
