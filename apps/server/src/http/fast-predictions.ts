@@ -1,4 +1,5 @@
 import type http from 'node:http';
+import { finished } from 'node:stream/promises';
 import { contentType as fullContentType } from 'mime-types';
 import { type ServerContext, bodyLimits } from '../routes/server-context.js';
 import { type HostPolicy, checkHostAndOrigin } from '../security/host-origin.js';
@@ -7,7 +8,8 @@ import { errorAnswer, errorBody } from './error-middleware.js';
 import type { ErrorMappingOptions } from './error-status.js';
 import { recordRequest } from './request-metrics.js';
 import type { BodyLimits } from './read-body.js';
-import { answerUnlessGone, servingAnswer, servingInputFrom } from './serving-request.js';
+import { servingAnswer, servingInputFrom } from './serving-request.js';
+import { type ChunkedAnswer, startAnswer } from './streamed-answer.js';
 import type { TurnBudget } from './turn-budget.js';
 
 /** The one route a server answers most, in the names @koa/router gives its patterns. */
@@ -96,16 +98,27 @@ async function predict(
     const before = budget?.turn();
     if (before) await before;
     const input = await servingInputFrom(req, limits);
-    const output = await answerUnlessGone(res, server.models.submit(name, version, input));
-    const after = budget?.turn();
-    if (after) await after;
-    const answer = servingAnswer(output, req.headers.accept || undefined, input.contentType);
-    // Most answers carry no headers of their own: no empty object and entry list per request.
-    if (answer.headers) {
-      for (const [header, value] of Object.entries(answer.headers)) res.setHeader(header, value);
+    const begun = await startAnswer(res, errors, (options) =>
+      server.models.submit(name, version, input, options),
+    );
+    if (begun.stream) {
+      status = begun.stream.head.status;
+      await sendStream(res, begun.stream);
+    } else {
+      const after = budget?.turn();
+      if (after) await after;
+      const answer = servingAnswer(
+        begun.output,
+        req.headers.accept || undefined,
+        input.contentType,
+      );
+      // Most answers carry no headers of their own: no empty object and entry list per request.
+      if (answer.headers) {
+        for (const [header, value] of Object.entries(answer.headers)) res.setHeader(header, value);
+      }
+      status = answer.status;
+      send(res, status, answer.contentType, answer.body);
     }
-    status = answer.status;
-    send(res, status, answer.contentType, answer.body);
   } catch (error) {
     const answer = errorAnswer(error, req, path, errors, log);
     status = answer.status;
@@ -127,6 +140,20 @@ async function predict(
       remote: req.socket.remoteAddress,
     });
   }
+}
+
+/** Writes a streamed answer's chunks as they come; resolves once it has ended either way. */
+async function sendStream(res: http.ServerResponse, stream: ChunkedAnswer): Promise<void> {
+  if (res.headersSent || res.destroyed) {
+    stream.destroy();
+    return;
+  }
+  res.statusCode = stream.head.status;
+  for (const [header, value] of Object.entries(stream.headers)) res.setHeader(header, value);
+  // The client gone, nothing more is read: the model's stream is cancelled meanwhile.
+  res.once('close', () => stream.destroy());
+  stream.pipe(res);
+  await finished(res).catch(() => undefined);
 }
 
 /**

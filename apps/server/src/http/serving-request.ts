@@ -11,6 +11,7 @@ import {
 import type { JobHandle } from '@kiln/batching';
 import { isSendableHeaderValue, sendableHeaders } from '../security/response-headers.js';
 import { type BodyLimits, readBody, readMultipart } from './read-body.js';
+import type { ChunkedAnswer } from './streamed-answer.js';
 
 /**
  * Builds a translator input from an HTTP request: the raw body, or for multipart requests
@@ -97,6 +98,8 @@ export function servingAnswer(
       headers,
     };
   }
+  if (output.type === 'streamed')
+    throw new KilnError(KilnErrorCode.Internal, 'a streamed answer has no body to send whole');
   if (output.type === 'json') {
     // A string (or null) is JSON too: quoted (or spelled null).
     return {
@@ -130,6 +133,22 @@ export function writeServingOutput(
   // Koa labels a Buffer body application/octet-stream; unlabelled bytes go out unlabelled.
   if (answer.contentType === undefined) ctx.remove('Content-Type');
   else ctx.type = answer.contentType;
+}
+
+/** Writes an answer through Koa: a whole output, or a stream as its chunks come. */
+export function writeServingAnswer(
+  ctx: Context,
+  start: { readonly output?: ServingOutput; readonly stream?: ChunkedAnswer },
+  requestType: string | undefined,
+): void {
+  if (start.output) return writeServingOutput(ctx, start.output, requestType);
+  const stream = start.stream!;
+  ctx.status = stream.head.status;
+  for (const [name, value] of Object.entries(stream.headers)) ctx.set(name, value);
+  // Koa labels a stream body application/octet-stream; an unlabelled stream goes out unlabelled.
+  const typed = ctx.response.get('Content-Type') !== '';
+  ctx.body = stream;
+  if (!typed) ctx.remove('Content-Type');
 }
 
 /**

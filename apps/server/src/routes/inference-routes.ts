@@ -4,7 +4,8 @@ import { KilnError, KilnErrorCode } from '@kiln/core';
 import { generatesText, lmiPrediction } from '../generation/generation-routes.js';
 import { pingStatus } from '../models/model-entry.js';
 import { redactPaths } from '../security/redact-paths.js';
-import { answerUnlessGone, servingInputFrom, writeServingOutput } from '../http/serving-request.js';
+import { servingInputFrom, writeServingAnswer } from '../http/serving-request.js';
+import { startAnswer } from '../http/streamed-answer.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
 /** DJL Serving's inference API: /ping, /predictions and SageMaker's /invocations. */
@@ -36,8 +37,10 @@ export function inferenceRoutes(server: ServerContext): Router {
     if (generatesText(server.models.get(name, version)))
       return lmiPrediction(ctx, server, name, version);
     const input = await servingInputFrom(ctx.req, bodyLimits(server));
-    const output = await answerUnlessGone(ctx.res, server.models.submit(name, version, input));
-    writeServingOutput(ctx, output, input.contentType);
+    const start = await startAnswer(ctx.res, server.config, (options) =>
+      server.models.submit(name, version, input, options),
+    );
+    writeServingAnswer(ctx, start, input.contentType);
   };
 
   router.post('/predictions/:model', (ctx) => predict(ctx, ctx.params.model!, undefined));
