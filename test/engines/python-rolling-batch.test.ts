@@ -90,4 +90,20 @@ describe.skipIf(!run)('a generation pool over a Python step handler', () => {
     expect(after.tokens).toEqual((await greedyAlone(dir, [promptTokens], 16))[0]);
     expect(pool.stats().totals.crashes).toBe(1);
   });
+
+  it('gives a worker option.model_loading_timeout to start', async () => {
+    const slow = writePythonStepModel(path.join(root, 'slow'), {
+      'option.load_seconds': '5',
+      'option.model_loading_timeout': '1',
+    });
+    const error = await createGenerationPool({
+      model: { url: slow, engines: ['@kiln/engine-python'] },
+      settings: { cores: 2, minWorkers: 1, maxWorkers: 1 },
+    }).then(
+      (p) => p.shutdown(),
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect((error as Error).message).toMatch(/was not ready after 1000 ms/);
+  });
 });

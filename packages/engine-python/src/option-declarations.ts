@@ -9,7 +9,12 @@ const SECONDS = { type: 'number', min: 0 } as const;
 export const PYTHON_OPTIONS: readonly SettingDeclaration[] = [
   { key: 'pythonExecutable', type: 'string', default: '/usr/bin/python3', doc: 'interpreter' },
   { key: 'entryPoint', type: 'string', default: 'model.py', doc: '.py file or module name' },
-  { key: 'handler', type: 'string', default: 'handle', doc: 'function called per batch' },
+  {
+    key: 'handler',
+    type: 'string',
+    default: 'handle',
+    doc: 'function called per batch (with rolling_batch: the step handler, default StepHandler)',
+  },
   { key: 'model_loading_timeout', ...SECONDS, default: '240', doc: 's for the handler to load' },
   { key: 'predict_timeout', ...SECONDS, default: '120', doc: 's per prediction' },
   { key: 'enable_venv', type: 'boolean', default: 'false', doc: 'install requirements.txt' },

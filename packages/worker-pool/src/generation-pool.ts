@@ -82,7 +82,12 @@ export async function createGenerationPool(
     );
   }
   const { recipe, sharedHost } = planned;
-  const settings = resolveWorkerPoolSettings(options.settings);
+  const resolved = resolveWorkerPoolSettings(options.settings);
+  // A step worker's start loads the model on its thread: the engine's loading timeout bounds it.
+  const settings =
+    planned.loadTimeoutMs === undefined
+      ? resolved
+      : { ...resolved, startTimeoutMs: planned.loadTimeoutMs };
   const prompts = await TokenizerThread.start(recipe.load.request.modelDir);
   const pool = new StepPool(
     {

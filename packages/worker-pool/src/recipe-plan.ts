@@ -1,5 +1,6 @@
 import {
   type EngineCatalog,
+  type EngineProvider,
   KilnError,
   KilnErrorCode,
   type Model,
@@ -38,6 +39,11 @@ export type PlannedRecipe =
       readonly sharedHost: string | undefined;
       /** Its provider's name: the engine may also run inline on the calling thread. */
       readonly engineName: string | undefined;
+      /**
+       * How long a worker may take to start, for an engine that declares DJL's
+       * `model_loading_timeout` (Python mode): set or declared, in ms.
+       */
+      readonly loadTimeoutMs: number | undefined;
     };
 
 /**
@@ -85,7 +91,19 @@ export async function planRecipe(
     },
     sharedHost: provider?.hostThread === 'shared' ? provider.name : undefined,
     engineName: provider?.name,
+    loadTimeoutMs: declaredLoadTimeoutMs(provider, load.request.options),
   };
+}
+
+/** `option.model_loading_timeout` (seconds, or its declared default), for engines declaring it. */
+function declaredLoadTimeoutMs(
+  provider: EngineProvider | undefined,
+  options: Readonly<Record<string, string>>,
+): number | undefined {
+  const declared = provider?.options?.find((o) => o.key === 'model_loading_timeout');
+  if (!declared) return undefined;
+  const seconds = Number(options.model_loading_timeout ?? declared.default);
+  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
 }
 
 /**
