@@ -9,7 +9,7 @@ import type { ErrorMappingOptions } from './error-status.js';
 import { recordRequest } from './request-metrics.js';
 import type { BodyLimits } from './read-body.js';
 import { servingAnswer, servingInputFrom } from './serving-request.js';
-import { type ChunkedAnswer, startAnswer } from './streamed-answer.js';
+import { type ChunkedAnswer, mayStream, startAnswer } from './streamed-answer.js';
 import type { TurnBudget } from './turn-budget.js';
 
 /** The one route a server answers most, in the names @koa/router gives its patterns. */
@@ -98,8 +98,11 @@ async function predict(
     const before = budget?.turn();
     if (before) await before;
     const input = await servingInputFrom(req, limits);
-    const begun = await startAnswer(res, errors, (options) =>
-      server.models.submit(name, version, input, options),
+    const begun = await startAnswer(
+      res,
+      errors,
+      (options) => server.models.submit(name, version, input, options),
+      mayStream(server, name, version),
     );
     if (begun.stream) {
       status = begun.stream.head.status;

@@ -4,6 +4,7 @@ import type { ServingChunk, ServingChunkHead, ServingOutput } from '@kiln/core';
 import type { JobHandle, JobOptions } from '@kiln/batching';
 import { isSendableHeaderValue, sendableHeaders } from '../security/response-headers.js';
 import { type ErrorMappingOptions, toHttpError } from './error-status.js';
+import type { ServerContext } from '../routes/server-context.js';
 import { answerUnlessGone } from './serving-request.js';
 
 /** How an answer starts: whole, or as a stream whose first chunk has come. */
@@ -11,18 +12,31 @@ export type AnswerStart =
   | { readonly output: ServingOutput; readonly stream?: undefined }
   | { readonly stream: ChunkedAnswer; readonly output?: undefined };
 
+/** Whether a model's answers may stream: those of serve workers (Python handlers) may. */
+export function mayStream(
+  server: ServerContext,
+  name: string,
+  version: string | undefined,
+): boolean {
+  return server.models.get(name, version).kind === 'serve';
+}
+
 /**
  * Submits a request whose answer may stream (a Python handler's `add_stream_content`) and waits
  * for how it starts: its whole output, or the first chunk of a stream that goes on as the model
  * produces it, its status and headers from that first chunk. A stream that fails after it has
  * started ends with an error line (`errors` maps the error to its status and type). The job is
- * cancelled when the client goes away before the answer, whole or streamed, is written.
+ * cancelled when the client goes away before the answer, whole or streamed, is written. Unless
+ * `mayStream`, the answer is awaited whole.
  */
 export async function startAnswer(
   res: ServerResponse,
   errors: ErrorMappingOptions,
   submit: (options: JobOptions) => JobHandle<ServingOutput>,
+  mayStream: boolean,
 ): Promise<AnswerStart> {
+  // Most models never stream: their requests skip the machinery below.
+  if (!mayStream) return { output: await answerUnlessGone(res, submit({})) };
   let stream: ChunkedAnswer | undefined;
   let started!: (stream: ChunkedAnswer) => void;
   const first = new Promise<ChunkedAnswer>((resolve) => (started = resolve));

@@ -5,7 +5,7 @@ import { generatesText, lmiPrediction } from '../generation/generation-routes.js
 import { pingStatus } from '../models/model-entry.js';
 import { redactPaths } from '../security/redact-paths.js';
 import { servingInputFrom, writeServingAnswer } from '../http/serving-request.js';
-import { startAnswer } from '../http/streamed-answer.js';
+import { mayStream, startAnswer } from '../http/streamed-answer.js';
 import { type ServerContext, bodyLimits } from './server-context.js';
 
 /** DJL Serving's inference API: /ping, /predictions and SageMaker's /invocations. */
@@ -37,8 +37,11 @@ export function inferenceRoutes(server: ServerContext): Router {
     if (generatesText(server.models.get(name, version)))
       return lmiPrediction(ctx, server, name, version);
     const input = await servingInputFrom(ctx.req, bodyLimits(server));
-    const start = await startAnswer(ctx.res, server.config, (options) =>
-      server.models.submit(name, version, input, options),
+    const start = await startAnswer(
+      ctx.res,
+      server.config,
+      (options) => server.models.submit(name, version, input, options),
+      mayStream(server, name, version),
     );
     writeServingAnswer(ctx, start, input.contentType);
   };
