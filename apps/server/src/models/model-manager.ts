@@ -322,17 +322,15 @@ export class ModelManager {
    */
   generationPool(name: string, version: string | undefined): GenerationPool {
     const entry = this.get(name, version);
-    if (entry.kind !== 'step' && entry.state !== 'PENDING' && entry.state !== 'FAILED')
-      throw new KilnError(
+    // Known from its serving.properties at registration: refused even while it loads.
+    const notGenerative = () =>
+      new KilnError(
         KilnErrorCode.InvalidInput,
         `model ${name} does not generate text (its serving.properties has no option.rolling_batch)`,
       );
+    if (entry.kind !== 'step' && entry.state !== 'FAILED') throw notGenerative();
     const pool = readyPool(entry);
-    if (!isGenerationPool(pool))
-      throw new KilnError(
-        KilnErrorCode.InvalidInput,
-        `model ${name} does not generate text (its serving.properties has no option.rolling_batch)`,
-      );
+    if (!isGenerationPool(pool)) throw notGenerative();
     return pool;
   }
 
