@@ -144,6 +144,27 @@ describe.skipIf(!run)('DJL streaming handlers over HTTP', () => {
     expect(lines(await next.text)).toHaveLength(2);
   });
 
+  it('holds the handler back while the client does not read', async () => {
+    const progress = progressFile();
+    // 64 items of 256 kB: far more than the socket and stream buffers between them hold.
+    const { res, text } = await stream('/predictions/streaming', {
+      count: 64,
+      size: 256 * 1024,
+      progress,
+    });
+    res.pause();
+    let produced = 0;
+    for (let i = 0; i < 10; i++) {
+      await sleep(50);
+      produced = progressOf(progress).produced;
+    }
+    expect(produced).toBeLessThan(64);
+    expect(progressOf(progress).closed).toBe(false);
+    res.resume();
+    expect(lines(await text)).toHaveLength(64);
+    expect((await closedProgress(progress)).produced).toBe(64);
+  });
+
   it("sends server-sent events through the handler's own formatter and content type", async () => {
     const { res, text } = await stream('/predictions/streaming', { count: 3, sse: true });
     expect(res.statusCode).toBe(200);
