@@ -15,8 +15,10 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-// Streams `count` items, recording how many it has produced in the file `progress` names.
+// Streams `count` items `pause` seconds apart, recording how many it has produced in the file
+// `progress` names.
 const STREAMING = `
+import time
 from djl_python import Input, Output
 
 def handle(inputs: Input):
@@ -28,11 +30,12 @@ def handle(inputs: Input):
             with open(request["progress"], "w") as f:
                 f.write(str(i + 1))
             yield "item%d\\n" % i
+            time.sleep(request.get("pause", 0))
     return Output().add_property("x-stream", "yes").add_stream_content(items(), lambda t: t)
 `;
 
-const request = (count: number, progress: string): ServingInput => ({
-  body: new TextEncoder().encode(JSON.stringify({ count, progress })),
+const request = (count: number, progress: string, pause = 0): ServingInput => ({
+  body: new TextEncoder().encode(JSON.stringify({ count, progress, pause })),
   contentType: 'application/json',
 });
 
@@ -66,6 +69,22 @@ describe.skipIf(!run)('a streamed answer (Output.add_stream_content)', () => {
         headers: { 'x-stream': 'yes' },
       });
       expect(chunks.slice(1).every((chunk) => chunk.head === undefined)).toBe(true);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('gets predict_timeout afresh with each chunk, not for the whole stream', async () => {
+    const model = await loadTestModel(STREAMING, { predict_timeout: '1' });
+    const context = await model.newServingContext();
+    try {
+      const pieces: string[] = [];
+      // 4 items 0.4 s apart: 1.6 s in all, more than the 1 s each chunk may take.
+      const [result] = await context.serve([request(4, join(dir, 'slow'), 0.4)], {
+        onChunk: [(chunk) => void pieces.push(text(chunk.body))],
+      });
+      expect(result).toEqual({ ok: true, value: { type: 'streamed' } });
+      expect(pieces).toHaveLength(4);
     } finally {
       await context.close();
     }
