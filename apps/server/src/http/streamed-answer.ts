@@ -27,16 +27,16 @@ export function mayStream(
  * produces it, its status and headers from that first chunk. A stream that fails after it has
  * started ends with an error line (`errors` maps the error to its status and type). The job is
  * cancelled when the client goes away before the answer, whole or streamed, is written. Unless
- * `mayStream`, the answer is awaited whole.
+ * it `streams` (see mayStream), the answer is awaited whole.
  */
 export async function startAnswer(
   res: ServerResponse,
   errors: ErrorMappingOptions,
   submit: (options: JobOptions) => JobHandle<ServingOutput>,
-  mayStream: boolean,
+  streams: boolean,
 ): Promise<AnswerStart> {
   // Most models never stream: their requests skip the machinery below.
-  if (!mayStream) return { output: await answerUnlessGone(res, submit({})) };
+  if (!streams) return { output: await answerUnlessGone(res, submit({})) };
   let stream: ChunkedAnswer | undefined;
   let started!: (stream: ChunkedAnswer) => void;
   const first = new Promise<ChunkedAnswer>((resolve) => (started = resolve));
