@@ -3,7 +3,6 @@ import {
   type DTypeStorage,
   KilnError,
   KilnErrorCode,
-  NDList,
   type NumericDType,
   Tensor,
   type TensorData,
@@ -74,58 +73,4 @@ function storageFor(dtype: DType, data: TensorData): TensorData {
     typed.byteOffset,
     typed.byteLength / 2,
   );
-}
-
-/** Tensor fields only: what crosses between threads. */
-export interface WireTensor {
-  readonly name: string | undefined;
-  readonly dtype: DType;
-  readonly shape: readonly number[];
-  readonly data: TensorData;
-}
-
-export function toWire(list: NDList): WireTensor[] {
-  return list.tensors.map((t) => ({
-    name: t.name,
-    dtype: t.dtype,
-    shape: [...t.shape],
-    data: t.data,
-  }));
-}
-
-export function fromWire(tensors: readonly WireTensor[]): NDList {
-  return new NDList(
-    tensors.map((t) => new Tensor(t.dtype, t.data as DTypeStorage[DType], t.shape, t.name)),
-  );
-}
-
-/** The distinct ArrayBuffers under numeric tensors (shared memory excluded). */
-export function ownBuffers(tensors: readonly WireTensor[]): ArrayBuffer[] {
-  const buffers = new Set<ArrayBuffer>();
-  for (const { data } of tensors) {
-    if (!Array.isArray(data) && (data as TypedArray).buffer instanceof ArrayBuffer) {
-      buffers.add((data as TypedArray).buffer as ArrayBuffer);
-    }
-  }
-  return [...buffers];
-}
-
-/**
- * Buffers that can move to another thread without a copy: whole, non-shared ArrayBuffers
- * that the tensor's view covers entirely. Anything else is copied by the structured clone.
- */
-export function transferables(tensors: readonly WireTensor[]): ArrayBuffer[] {
-  const seen = new Set<ArrayBuffer>();
-  for (const { data } of tensors) {
-    if (Array.isArray(data)) continue;
-    const typed = data as TypedArray;
-    const buffer = typed.buffer;
-    if (
-      buffer instanceof ArrayBuffer &&
-      typed.byteOffset === 0 &&
-      typed.byteLength === buffer.byteLength
-    )
-      seen.add(buffer);
-  }
-  return [...seen];
 }
