@@ -50,12 +50,13 @@ export class RequestLevelBatcher<S> {
       let feeds = batch.map((b) => b.request.promptTokens);
       let members = batch;
       while (members.length > 0) {
-        const logits = await this.decoder.step(
+        const outputs = await this.decoder.step(
           members.map((m, i) => ({ state: m.state, tokens: feeds[i]! })),
         );
         const now = systemClock.now();
         members.forEach((m, i) => {
-          const token = m.sampler.next(logits[i]!, m.history);
+          const output = outputs[i]!;
+          const token = typeof output === 'number' ? output : m.sampler.next(output, m.history);
           if (m.firstTokenMs === undefined) m.firstTokenMs = now - m.submittedAt;
           else m.interTokenMs.push(now - m.lastAt);
           m.lastAt = now;

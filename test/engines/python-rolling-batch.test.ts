@@ -91,6 +91,33 @@ describe.skipIf(!run)('a generation pool over a Python step handler', () => {
     expect(pool.stats().totals.crashes).toBe(1);
   });
 
+  it('takes the tokens the handler chose itself, as it chooses them alone', async () => {
+    const choosing = await createGenerationPool({
+      model: {
+        url: writePythonStepModel(path.join(root, 'choosing'), { 'option.choose_tokens': 'true' }),
+        engines: ['@kiln/engine-python'],
+      },
+      settings: { cores: 2, minWorkers: 1, maxWorkers: 1 },
+    });
+    try {
+      const prompts = await Promise.all(PROMPTS.map((p) => choosing.encode(p)));
+      const outputs = await Promise.all(
+        prompts.map((promptTokens) => choosing.predict({ promptTokens, maxNewTokens: 16 })),
+      );
+      const reference = await greedyAlone(dir, prompts, 16);
+      expect(outputs.map((o) => o.tokens)).toEqual(reference);
+      // A request that samples still gets logits, sampled beside the handler.
+      const sampled = await choosing.predict({
+        promptTokens: prompts[0]!,
+        maxNewTokens: 8,
+        sampling: { doSample: true, seed: 1 },
+      });
+      expect(sampled.tokens).toHaveLength(8);
+    } finally {
+      await choosing.shutdown({ timeoutMs: 10_000 });
+    }
+  });
+
   it('gives a worker option.model_loading_timeout to start', async () => {
     const slow = writePythonStepModel(path.join(root, 'slow'), {
       'option.load_seconds': '5',

@@ -45,7 +45,7 @@ export function writePythonStepModel(dir: string, properties: Record<string, str
 // until the end of text (token 0, not kept) or max_new_tokens: the handler run alone.
 const GREEDY_ALONE = `
 import importlib.util, json, sys
-from kiln_python.rolling import Feed, StepBatch
+from kiln_python.rolling import Feed, Request, StepBatch
 model_dir, prompts, max_new = sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])
 spec = importlib.util.spec_from_file_location("model", model_dir + "/model.py")
 module = importlib.util.module_from_spec(spec)
@@ -53,7 +53,7 @@ spec.loader.exec_module(module)
 handler = module.StepHandler({"model_dir": model_dir, "device_id": "-1"})
 outputs = []
 for n, prompt in enumerate(prompts):
-    tokens, feed, new = [], prompt, [n]
+    tokens, feed, new = [], prompt, [Request(n, {})]
     while len(tokens) < max_new:
         logits = handler.step(StepBatch(new, [], [Feed(n, feed)]))
         new = []

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { type KilnError, KilnErrorCode } from '@kiln/core';
+import { type KilnError, KilnErrorCode, type StepOutput } from '@kiln/core';
 import { checkEngine } from '@kiln/testing';
 import { probePython } from './probe.js';
 import { TEST_PYTHON, loadTestModel, removeTestModels } from './test-support.js';
@@ -28,7 +28,7 @@ class Counter:
         for r in batch.finished:
             del self.sums[r]
         for r in batch.new_requests:
-            self.sums[r] = 0
+            self.sums[r.id] = 0
         rows = []
         for feed in batch.feeds:
             if feed.tokens == [5]:
@@ -52,7 +52,33 @@ async function decoderOf(source = COUNTING, options: Record<string, string> = {}
   return { model, decoder: await model.newStepDecoder() };
 }
 
-const argmax = (row: Float32Array) => row.indexOf(Math.max(...row));
+const row = (output: StepOutput | undefined) => output as Float32Array;
+const argmax = (output: StepOutput) => row(output).indexOf(Math.max(...row(output)));
+
+// Chooses a token itself — the number of parameters its request set plus the last token fed —
+// unless its request asked to sample: then it answers a row of logits, one-hot at that token.
+const CHOOSING = `
+import numpy as np
+
+class StepHandler:
+    vocab_size = 7
+    max_sequence_length = 64
+
+    def __init__(self, properties):
+        self.parameters = {}
+
+    def step(self, batch):
+        for request in batch.new_requests:
+            self.parameters[request.id] = request.parameters
+        answer = []
+        for feed in batch.feeds:
+            parameters = self.parameters[feed.request_id]
+            if parameters.get("do_sample"):
+                answer.append(np.eye(7)[feed.tokens[-1]])
+            else:
+                answer.append(len(parameters) + feed.tokens[-1])
+        return answer
+`;
 
 describe.skipIf(!run)('PythonStepDecoder', () => {
   it("steps the handler's object: opens, feeds and releases in one call, a row of logits per feed", async () => {
@@ -74,7 +100,7 @@ describe.skipIf(!run)('PythonStepDecoder', () => {
     expect(rows[0]).toBeInstanceOf(Float32Array);
     // Three steps, one request held: b's release went with the second.
     const [counts] = await decoder.step([{ state: a, tokens: [6] }]);
-    expect([...counts!.subarray(0, 2)]).toEqual([3, 1]);
+    expect([...row(counts).subarray(0, 2)]).toEqual([3, 1]);
     expect(model.describe()).toMatchObject({ handler: 'Counter', workers: 1 });
     await decoder.close();
     expect(model.describe()).toMatchObject({ workers: 0 });
@@ -92,8 +118,25 @@ describe.skipIf(!run)('PythonStepDecoder', () => {
     decoder.release(b);
     await new Promise((resolve) => setImmediate(resolve));
     // Its third step: the second one freed b.
-    const [row] = await decoder.step([{ state: a, tokens: [6] }]);
-    expect([...row!.subarray(0, 2)]).toEqual([3, 1]);
+    const [counts] = await decoder.step([{ state: a, tokens: [6] }]);
+    expect([...row(counts).subarray(0, 2)]).toEqual([3, 1]);
+    await model.dispose();
+  });
+
+  it('takes the tokens a handler chose, which reads each request’s parameters by DJL’s names', async () => {
+    const model = await loadTestModel(CHOOSING);
+    const decoder = await model.newStepDecoder();
+    const a = decoder.open({ sampling: { temperature: 0.5, seed: 3 } });
+    const b = decoder.open({ sampling: { doSample: true } });
+    const [chosen, logits] = await decoder.step([
+      { state: a, tokens: [1] },
+      { state: b, tokens: [4] },
+    ]);
+    expect(chosen).toBe(3);
+    expect(argmax(logits!)).toBe(4);
+    await expect(decoder.step([{ state: a, tokens: [5] }])).rejects.toThrow(
+      'the step handler chose token 7, outside its vocabulary of 7',
+    );
     await model.dispose();
   });
 

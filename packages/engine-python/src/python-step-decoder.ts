@@ -1,5 +1,13 @@
-import { KilnError, KilnErrorCode, type StepDecoder, type StepEntry } from '@kiln/core';
-import type { Frame } from './frames.js';
+import {
+  KilnError,
+  KilnErrorCode,
+  type SamplingParams,
+  type SequenceSettings,
+  type StepDecoder,
+  type StepEntry,
+  type StepOutput,
+} from '@kiln/core';
+import type { Content, Frame } from './frames.js';
 import { PythonWorker, type PythonWorkerOptions } from './python-worker.js';
 
 /** Keys shared with python/kiln_python/rolling.py. */
@@ -17,8 +25,9 @@ interface HandlerInfo {
 
 /**
  * A Python step handler (option.rolling_batch) as a StepDecoder: one Python process holding
- * the object model.py's handler made, stepped with token ids; each step answers a row of
- * logits per entry, which the SequenceStepper beside it samples. Sequences opened and released
+ * the object model.py's handler made, stepped with token ids; each step answers, per entry,
+ * the token the handler chose or a row of logits that the SequenceStepper beside it samples
+ * (only the handler's answer crosses the process boundary). Sequences opened and released
  * between steps travel with the next step, so a step is one round trip; releases that no step
  * takes along (the last sequences ended) go on their own, so the handler frees their state.
  */
@@ -28,7 +37,8 @@ export class PythonStepDecoder implements StepDecoder<number> {
   readonly cacheBytesPerToken: number;
   readonly eosTokenId: number | undefined;
   private nextId = 1;
-  private opens: number[] = [];
+  /** Sequences opened since the last step, with their parameters as DJL names them. */
+  private opens: [number, Record<string, number | boolean>][] = [];
   private releases: number[] = [];
   private closed = false;
   private flushPending = false;
@@ -72,13 +82,13 @@ export class PythonStepDecoder implements StepDecoder<number> {
     }
   }
 
-  open(): number {
+  open(sequence: SequenceSettings = {}): number {
     const id = this.nextId++;
-    this.opens.push(id);
+    this.opens.push([id, djlParameters(sequence.sampling ?? {})]);
     return id;
   }
 
-  async step(entries: readonly StepEntry<number>[]): Promise<readonly Float32Array[]> {
+  async step(entries: readonly StepEntry<number>[]): Promise<readonly StepOutput[]> {
     if (this.closed) throw new KilnError(KilnErrorCode.Closed, 'the step handler is closed');
     const step = {
       opens: this.opens.splice(0),
@@ -86,12 +96,12 @@ export class PythonStepDecoder implements StepDecoder<number> {
       releases: this.releases.splice(0),
     };
     const answer = await this.worker.call({ [STEP_KEY]: step }, []);
-    return this.rowsOf(answer, entries.length);
+    return this.outputsOf(answer, entries.length);
   }
 
   /** Frees a sequence with the next step (one never sent to the handler is just dropped). */
   release(state: number): void {
-    const unsent = this.opens.indexOf(state);
+    const unsent = this.opens.findIndex(([id]) => id === state);
     if (unsent >= 0) this.opens.splice(unsent, 1);
     else {
       this.releases.push(state);
@@ -122,22 +132,65 @@ export class PythonStepDecoder implements StepDecoder<number> {
     await this.worker.close();
   }
 
-  /** The answer's float32 [entries, vocab] logits, a view of each row. */
-  private rowsOf(answer: Frame, entries: number): Float32Array[] {
+  /**
+   * Each entry's output: `tokens` (int32, one per entry: the handler's choice, -1 where it gave
+   * logits) and `logits` (float32, a row per entry without a token), either one alone when the
+   * handler answered only tokens or only logits.
+   */
+  private outputsOf(answer: Frame, entries: number): StepOutput[] {
     if (entries === 0) return [];
+    const tokens = answer.contents.find((c) => c.name === 'tokens');
     const logits = answer.contents.find((c) => c.name === 'logits');
+    const chosen =
+      tokens?.dtype === 'int32' && tokens.shape?.[0] === entries
+        ? new Int32Array(tokens.bytes.slice().buffer)
+        : new Int32Array(entries).fill(-1);
+    const wanted = chosen.filter((t) => t < 0).length;
+    const rows = wanted === 0 ? [] : this.rowsOf(logits, wanted);
+    let row = 0;
+    return Array.from(chosen, (token) => {
+      if (token < 0) return rows[row++]!;
+      if (token >= this.vocabSize)
+        throw new KilnError(
+          KilnErrorCode.EngineError,
+          `the step handler chose token ${token}, outside its vocabulary of ${this.vocabSize}`,
+        );
+      return token;
+    });
+  }
+
+  /** float32 [count, vocab] logits, a view of each row. */
+  private rowsOf(logits: Content | undefined, count: number): Float32Array[] {
     const [rows, vocab] = logits?.shape ?? [];
-    if (!logits || logits.dtype !== 'float32' || rows !== entries || vocab !== this.vocabSize)
+    if (!logits || logits.dtype !== 'float32' || rows !== count || vocab !== this.vocabSize)
       throw new KilnError(
         KilnErrorCode.EngineError,
-        `the step handler answered logits of shape [${logits?.shape?.join(', ') ?? ''}], not [${entries}, ${this.vocabSize}]`,
+        `the step handler answered logits of shape [${logits?.shape?.join(', ') ?? ''}], not [${count}, ${this.vocabSize}]`,
       );
     let { bytes } = logits;
     // Tensor data arrives 8-byte aligned in its frame; a copy only if it ever is not.
     if (bytes.byteOffset % 4 !== 0) bytes = bytes.slice();
     return Array.from(
-      { length: entries },
+      { length: count },
       (_, i) => new Float32Array(bytes.buffer, bytes.byteOffset + i * vocab * 4, vocab),
     );
   }
+}
+
+/** Sampling parameters under DJL's names, as a handler reads them; those unset are left out. */
+function djlParameters(sampling: SamplingParams): Record<string, number | boolean> {
+  const names: [keyof SamplingParams, string][] = [
+    ['doSample', 'do_sample'],
+    ['temperature', 'temperature'],
+    ['topK', 'top_k'],
+    ['topP', 'top_p'],
+    ['repetitionPenalty', 'repetition_penalty'],
+    ['seed', 'seed'],
+  ];
+  const parameters: Record<string, number | boolean> = {};
+  for (const [key, name] of names) {
+    const value = sampling[key];
+    if (value !== undefined) parameters[name] = value;
+  }
+  return parameters;
 }

@@ -1,4 +1,12 @@
-import { BpeTokenizer, GPT2_END_OF_TEXT, type StepDecoder, type StepEntry } from '@kiln/core';
+import {
+  BpeTokenizer,
+  CharTokenizer,
+  GPT2_END_OF_TEXT,
+  type SamplingParams,
+  type SequenceSettings,
+  type StepDecoder,
+  type StepEntry,
+} from '@kiln/core';
 import { describe, expect, it } from 'vitest';
 import { SequenceStepper } from './sequence-stepper.js';
 
@@ -37,7 +45,43 @@ class ScriptDecoder implements StepDecoder<{ next: number }> {
   }
 }
 
+/** Chooses each sequence's tokens itself: the token after the last one fed, in the vocabulary. */
+class ChoosingDecoder implements StepDecoder<{ sampling: SamplingParams | undefined }> {
+  readonly vocabSize = 4;
+  readonly maxSequenceLength = 100;
+  readonly cacheBytesPerToken = 1;
+  readonly opened: (SamplingParams | undefined)[] = [];
+  open = (sequence?: SequenceSettings) => {
+    this.opened.push(sequence?.sampling);
+    return { sampling: sequence?.sampling };
+  };
+  release(): void {}
+  async step(entries: readonly StepEntry<unknown>[]): Promise<number[]> {
+    return entries.map(({ tokens }) => (tokens.at(-1)! + 1) % this.vocabSize);
+  }
+}
+
 describe('SequenceStepper', () => {
+  it('takes the tokens a decoder chose itself, which heard each sequence’s sampling', async () => {
+    const decoder = new ChoosingDecoder();
+    const stepper = new SequenceStepper(decoder, new CharTokenizer(['a', 'b', 'c', 'd']));
+    const sampling = { doSample: true, temperature: 0.5, seed: 3 };
+    const reply = await stepper.step({
+      opens: [{ seq: 1, sampling, logprobs: true }, { seq: 2 }],
+      entries: [
+        { seq: 1, tokens: [0, 1], sample: true },
+        { seq: 2, tokens: [3], sample: true },
+      ],
+      releases: [],
+    });
+    expect(decoder.opened).toEqual([sampling, undefined]);
+    expect(Array.from(reply.tokens)).toEqual([2, 0]);
+    expect(reply.texts).toEqual(['c', 'a']);
+    // Without logits there is no log-probability to give.
+    expect(reply.logprobs?.[0]).toBeNaN();
+    await stepper.close();
+  });
+
   it('detokenizes each sequence as it goes, never splitting a UTF-8 character', async () => {
     const tokenizer = byteTokenizer();
     const text = 'héllo, café — 世界 🎉🎉 ok';

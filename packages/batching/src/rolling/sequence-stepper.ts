@@ -44,7 +44,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     for (const seq of request.releases) this.release(seq);
     for (const { seq, sampling, logprobs } of request.opens) {
       this.sequences.set(seq, {
-        state: this.decoder.open(),
+        state: this.decoder.open({ sampling }),
         sampler: new TokenSampler(sampling ?? {}),
         history: [],
         text: this.tokenizer && new TokenTextStream(this.tokenizer),
@@ -58,7 +58,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       sequence.history.push(...entry.tokens);
       return sequence;
     });
-    const logits =
+    const outputs =
       fed.length === 0
         ? []
         : await this.decoder.step(
@@ -74,10 +74,14 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     request.entries.forEach((entry, i) => {
       if (!entry.sample) return;
       const sequence = fed[i]!;
-      const token = sequence.sampler.next(logits[i]!, sequence.history);
+      const output = outputs[i]!;
+      // A decoder that chose the token itself gives no logits: no log-probability either.
+      const token =
+        typeof output === 'number' ? output : sequence.sampler.next(output, sequence.history);
       tokens[k] = token;
       texts.push(sequence.text?.push(token) ?? '');
-      if (logprobs && sequence.logprobs) logprobs[k] = logSoftmaxAt(logits[i]!, token);
+      if (logprobs && sequence.logprobs && typeof output !== 'number')
+        logprobs[k] = logSoftmaxAt(output, token);
       k++;
     });
     return { tokens, texts, logprobs, hostMs: performance.now() - started };

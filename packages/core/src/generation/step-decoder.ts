@@ -1,4 +1,5 @@
 import type { KilnError } from '../errors.js';
+import type { SamplingParams } from './token-sampler.js';
 
 /**
  * What the rolling-batch scheduler needs from a model: per-sequence state (its KV cache) and
@@ -13,14 +14,18 @@ export interface StepDecoder<S = unknown> {
   readonly cacheBytesPerToken: number;
   /** The token that ends a text, when the model says (Hugging Face `eos_token_id`). */
   readonly eosTokenId?: number | undefined;
-  /** Fresh state for a new sequence: nothing seen yet. */
-  open(): S;
+  /**
+   * Fresh state for a new sequence: nothing seen yet. `sequence` says how its tokens are to be
+   * chosen, for a decoder that chooses them itself.
+   */
+  open(sequence?: SequenceSettings): S;
   /**
    * Feeds each entry's `tokens` after what its state has seen (a prompt chunk, or the last
-   * generated token), extends its state, and answers the logits of each entry's last fed
-   * position, in entry order. Entries must not repeat a state.
+   * generated token), extends its state, and answers for each entry, in entry order, the
+   * logits of its last fed position — or the next token, when the model chose it itself.
+   * Entries must not repeat a state.
    */
-  step(entries: readonly StepEntry<S>[]): Promise<readonly Float32Array[]>;
+  step(entries: readonly StepEntry<S>[]): Promise<readonly StepOutput[]>;
   /** Frees a sequence's state; it is not used again. */
   release(state: S): void;
   /** Releases what the decoder holds (sessions, caches). */
@@ -30,6 +35,13 @@ export interface StepDecoder<S = unknown> {
    * process holding the model died): its worker is then replaced.
    */
   onLost?(listener: (error: KilnError) => void): void;
+}
+
+/** What a step answers for an entry: the next token's logits, or the token the model chose. */
+export type StepOutput = Float32Array | number;
+
+export interface SequenceSettings {
+  readonly sampling?: SamplingParams | undefined;
 }
 
 export interface StepEntry<S> {
