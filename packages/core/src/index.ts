@@ -40,6 +40,8 @@ export * from './generation/bpe-tokenizer.js';
 export * from './generation/load-text-tokenizer.js';
 export * from './generation/token-text-stream.js';
 export * from './generation/generation-parameters.js';
+export * from './generation/generation-config.js';
+export * from './generation/chat-template.js';
 export * from './generation/stop-text.js';
 export * from './generation/token-sampler.js';
 export * from './kiln-home.js';

@@ -4,7 +4,7 @@ import type * as HfTokenizers from '@huggingface/tokenizers';
 import type { Tokenizer } from '@huggingface/tokenizers';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import { lazyModule } from '../lazy-module.js';
-import type { TextTokenizer } from './text-tokenizer.js';
+import type { EncodeOptions, TextTokenizer } from './text-tokenizer.js';
 
 // Loaded with the first BPE tokenizer, not when core is imported (core loads in every thread).
 const hfTokenizers = lazyModule<typeof HfTokenizers>('@huggingface/tokenizers');
@@ -22,17 +22,21 @@ export const GPT2_END_OF_TEXT = '<|endoftext|>';
 export interface BpeTokenizerOptions {
   /** Overrides the end-of-sequence token (e.g. config.json's `eos_token_id`). */
   readonly eosTokenId?: number;
+  /** Every token that ends a sequence (generation_config.json's `eos_token_id` list). */
+  readonly eosTokenIds?: readonly number[];
 }
 
 /**
- * A Hugging Face tokenizer (byte-level BPE as GPT-2's, and whatever else `tokenizer.json`
- * describes that @huggingface/tokenizers reads). Encoding adds the tokenizer's special tokens
+ * A Hugging Face tokenizer: whatever `tokenizer.json` describes that @huggingface/tokenizers
+ * reads — byte-level BPE as GPT-2's, SentencePiece-style BPE with byte fallback and Metaspace
+ * as Llama's, Unigram as T5's. Encoding adds the tokenizer's special tokens
  * as Hugging Face does by default; decoding skips them and leaves spaces as they are, so that
  * `decode(encode(text))` is `text` for a byte-level tokenizer.
  */
 export class BpeTokenizer implements TextTokenizer {
   readonly vocabSize: number;
   readonly eosTokenId: number | undefined;
+  readonly eosTokenIds: readonly number[];
 
   // Private, so that the published types never name @huggingface/tokenizers' own (whose
   // declarations do not check under `moduleResolution: nodenext` without skipLibCheck).
@@ -44,7 +48,12 @@ export class BpeTokenizer implements TextTokenizer {
     for (const id of tokenizer.get_vocab(true).values()) size = Math.max(size, id + 1);
     this.vocabSize = size;
     this.eosTokenId =
-      options.eosTokenId ?? tokenizer.token_to_id(options.eosToken ?? GPT2_END_OF_TEXT);
+      options.eosTokenId ??
+      options.eosTokenIds?.[0] ??
+      tokenizer.token_to_id(options.eosToken ?? GPT2_END_OF_TEXT);
+    const ids = new Set(options.eosTokenIds ?? []);
+    if (this.eosTokenId !== undefined) ids.add(this.eosTokenId);
+    this.eosTokenIds = [...ids];
   }
 
   /** A tokenizer from the parsed `tokenizer.json` and (optionally) `tokenizer_config.json`. */
@@ -103,8 +112,9 @@ export class BpeTokenizer implements TextTokenizer {
     return BpeTokenizer.fromGpt2Files(vocab as Record<string, number>, merges, options);
   }
 
-  encode(text: string): number[] {
-    return this.tokenizer.encode(text).ids;
+  encode(text: string, options: EncodeOptions = {}): number[] {
+    return this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? true })
+      .ids;
   }
 
   decode(tokens: readonly number[]): string {

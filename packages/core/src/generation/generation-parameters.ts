@@ -1,5 +1,6 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
 import { closestKey } from '../settings/setting-declaration.js';
+import type { GenerationDefaults } from './generation-config.js';
 
 /** What a text-generation request asks for, in Hugging Face / DJL LMI terms. */
 export interface GenerationParameters {
@@ -82,11 +83,12 @@ function refuseIgnored(p: Record<string, unknown>): void {
  * `max_new_tokens`, `temperature`, `top_k`, `top_p`, `repetition_penalty`, `seed`, `stop`,
  * `do_sample`). Wrong types are refused with INVALID_INPUT naming the key, and so is any
  * other key unless its value asks for nothing: a parameter is never silently ignored.
- * Ranges are checked where the sampler is made.
+ * Ranges are checked where the sampler is made. What the request leaves out comes from
+ * `defaults` (the model's `generation_config.json`), as Hugging Face's `generate` reads them.
  */
 export function parseGenerationParameters(
   raw: unknown,
-  defaults: { maxNewTokens?: number } = {},
+  defaults: GenerationDefaults = {},
 ): GenerationParameters {
   if (raw === undefined || raw === null) raw = {};
   if (typeof raw !== 'object' || Array.isArray(raw))
@@ -110,7 +112,7 @@ export function parseGenerationParameters(
       KilnErrorCode.InvalidInput,
       'stop must be a string or an array of non-empty strings',
     );
-  const doSample = p.do_sample ?? false;
+  const doSample = p.do_sample ?? defaults.doSample ?? false;
   if (typeof doSample !== 'boolean')
     throw new KilnError(KilnErrorCode.InvalidInput, 'do_sample must be true or false');
   const optional = <K extends string, V>(key: K, value: V | undefined) =>
@@ -119,10 +121,10 @@ export function parseGenerationParameters(
     maxNewTokens,
     doSample,
     stop: stops as string[],
-    ...optional('temperature', number('temperature')),
-    ...optional('topK', number('top_k')),
-    ...optional('topP', number('top_p')),
-    ...optional('repetitionPenalty', number('repetition_penalty')),
+    ...optional('temperature', number('temperature') ?? defaults.temperature),
+    ...optional('topK', number('top_k') ?? defaults.topK),
+    ...optional('topP', number('top_p') ?? defaults.topP),
+    ...optional('repetitionPenalty', number('repetition_penalty') ?? defaults.repetitionPenalty),
     ...optional('seed', number('seed')),
   };
 }

@@ -7,8 +7,22 @@ export interface TextTokenizer {
   readonly vocabSize: number;
   /** The token that ends a sequence, when the vocabulary has one. */
   readonly eosTokenId: number | undefined;
-  encode(text: string): number[];
+  /**
+   * Every token that ends a sequence (generation_config.json may list several, e.g. an
+   * end-of-turn token beside end-of-text); `eosTokenId` alone when absent.
+   */
+  readonly eosTokenIds?: readonly number[];
+  /**
+   * Token ids of `text`; with `addSpecialTokens: false`, without the tokens the tokenizer
+   * adds around a text (a chat template writes its own).
+   */
+  encode(text: string, options?: EncodeOptions): number[];
   decode(tokens: readonly number[]): string;
+}
+
+export interface EncodeOptions {
+  /** Add the tokenizer's special tokens (e.g. a beginning-of-sequence token); default true. */
+  readonly addSpecialTokens?: boolean;
 }
 
 /** The file a character vocabulary lives in beside the model: a JSON array, id → text. */
@@ -23,12 +37,18 @@ const END_OF_TEXT = '<|endoftext|>';
 export class CharTokenizer implements TextTokenizer {
   readonly vocabSize: number;
   readonly eosTokenId: number | undefined;
+  readonly eosTokenIds: readonly number[];
   private readonly ids = new Map<string, number>();
 
-  constructor(private readonly vocab: readonly string[]) {
+  /** `moreEosTokenIds` end a sequence besides the `<|endoftext|>` entry (generation_config). */
+  constructor(
+    private readonly vocab: readonly string[],
+    moreEosTokenIds: readonly number[] = [],
+  ) {
     this.vocabSize = vocab.length;
     const eos = vocab.indexOf(END_OF_TEXT);
-    this.eosTokenId = eos >= 0 ? eos : undefined;
+    this.eosTokenId = eos >= 0 ? eos : moreEosTokenIds[0];
+    this.eosTokenIds = [...new Set([...(eos >= 0 ? [eos] : []), ...moreEosTokenIds])];
     vocab.forEach((text, id) => {
       if (id !== eos && [...text].length !== 1)
         throw new KilnError(
@@ -40,7 +60,10 @@ export class CharTokenizer implements TextTokenizer {
   }
 
   /** Reads `vocab.json` from a model folder. */
-  static async fromFolder(dir: string): Promise<CharTokenizer> {
+  static async fromFolder(
+    dir: string,
+    moreEosTokenIds: readonly number[] = [],
+  ): Promise<CharTokenizer> {
     let vocab: unknown;
     try {
       vocab = JSON.parse(await readFile(join(dir, CHAR_VOCAB_FILE), 'utf8'));
@@ -56,7 +79,7 @@ export class CharTokenizer implements TextTokenizer {
         KilnErrorCode.InvalidConfig,
         `${CHAR_VOCAB_FILE} must be an array of strings`,
       );
-    return new CharTokenizer(vocab);
+    return new CharTokenizer(vocab, moreEosTokenIds);
   }
 
   encode(text: string): number[] {
