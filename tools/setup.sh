@@ -15,6 +15,7 @@ packages=(
   python3-torch python3-torchvision python3-numpy python3-pil  # TorchScript fixtures, Python baselines, numpy clients
   chromium               # headless check of the benchmark's HTML report
   wrk                    # HTTP load client for bench/server
+  curl                   # the client the README and the streaming tests use
   prometheus             # promtool, which checks the /metrics exposition
   python3-grpcio python3-grpc-tools  # independent v2 gRPC client (stubs generated in tests)
   python3-fastapi python3-uvicorn    # bench/python-mode's FastAPI + uvicorn baseline

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
@@ -18,6 +18,16 @@ const { run } = await checkEngine('Python', () => {
     return Promise.resolve(`${PYTHON} cannot import numpy (apt-get install python3-numpy)`);
   }
 });
+
+const hasCurl = (() => {
+  try {
+    execFileSync('curl', ['--version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    console.warn('skipping the curl check: curl is absent');
+    return false;
+  }
+})();
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/djl-handlers/streaming', import.meta.url));
 
@@ -118,6 +128,31 @@ describe.skipIf(!run)('DJL streaming handlers over HTTP', () => {
     expect(atFirstChunk!.closed).toBe(false);
     expect(lines(body)).toEqual([0, 1, 2, 3].map((i) => ({ outputs: [`token${i}`] })));
     expect((await closedProgress(progress)).produced).toBe(4);
+  });
+
+  it.skipIf(!hasCurl)('reaches curl chunk by chunk while the handler still runs', async () => {
+    const progress = progressFile();
+    const curl = spawn('curl', [
+      '-sN',
+      '-H',
+      'content-type: application/json',
+      '-d',
+      JSON.stringify({ count: 4, pause: 0.25, progress }),
+      `${t.inference}/predictions/streaming`,
+    ]);
+    // What the handler had done when each piece of curl's output arrived.
+    const arrivals: { text: string; handler: Progress }[] = [];
+    curl.stdout.setEncoding('utf8');
+    curl.stdout.on('data', (text: string) =>
+      arrivals.push({ text, handler: progressOf(progress) }),
+    );
+    const code = await new Promise<number | null>((resolve) => curl.on('close', resolve));
+    expect(code).toBe(0);
+    expect(arrivals[0]!.handler.produced).toBeLessThan(4);
+    expect(arrivals[0]!.handler.closed).toBe(false);
+    expect(lines(arrivals.map((a) => a.text).join(''))).toEqual(
+      [0, 1, 2, 3].map((i) => ({ outputs: [`token${i}`] })),
+    );
   });
 
   it('stops the generator within one chunk of a client that disconnects', async () => {
