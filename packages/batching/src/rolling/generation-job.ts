@@ -11,6 +11,11 @@ export interface GenerationJob {
   readonly logprobs?: boolean;
   /** Generate max_new_tokens even past the end-of-sequence token (benchmarks, as vLLM's). */
   readonly ignoreEos?: boolean;
+  /**
+   * Tokens that end this job besides the model's end-of-sequence token, as the end of a
+   * sequence (generation_config.json's `eos_token_id` list: an end-of-turn token, say).
+   */
+  readonly eosTokenIds?: readonly number[];
 }
 
 /** One generated token, streamed through `JobOptions.onChunk` as soon as it is chosen. */

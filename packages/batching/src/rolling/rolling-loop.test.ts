@@ -160,6 +160,25 @@ describe('RollingLoop', () => {
     await worker.close();
   });
 
+  it("ends a job at any of its own end tokens, as at the model's", async () => {
+    const worker = serve(new HashDecoder(VOCAB.length), { tokenizer });
+    const job = { promptTokens: tokenizer.encode('hello'), maxNewTokens: 30 };
+    const full = await worker.generate(job);
+    const [first, second] = [full.tokens[3]!, full.tokens[6]!];
+    const ends = [first, second].map((t) => full.tokens.indexOf(t));
+    const untilEither = await worker.generate({ ...job, eosTokenIds: [second, first] });
+    expect(untilEither).toMatchObject({
+      finishReason: 'eos',
+      tokens: full.tokens.slice(0, Math.min(...ends)),
+    });
+    // Benchmarks generate past every end token.
+    expect(await worker.generate({ ...job, eosTokenIds: [first], ignoreEos: true })).toMatchObject({
+      finishReason: 'length',
+      tokens: full.tokens,
+    });
+    await worker.close();
+  });
+
   it('holds a job while its reader waits, and only that job', async () => {
     const worker = serve(new HashDecoder(50), { maxBatchSize: 2 });
     let release!: () => void;

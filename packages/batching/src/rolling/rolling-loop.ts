@@ -284,7 +284,8 @@ export class RollingLoop {
 
   private emit(sequence: Sequence, token: number, text: string, logprob: number | undefined): void {
     const { job, generated, stopText } = sequence;
-    if (token === this.model.eosTokenId && !job.input.ignoreEos) {
+    const ends = token === this.model.eosTokenId || job.input.eosTokenIds?.includes(token);
+    if (ends && !job.input.ignoreEos) {
       const rest = stopText.flush();
       // Text held back for a stop string that never came: it goes with the last token.
       if (rest && generated.length > 0)
