@@ -1,12 +1,15 @@
 import {
   type GenerationJob,
   type GenerationOutput,
+  type JobHandle,
   type StepModelInfo,
   type StepReport,
   checkGenerationJob,
 } from '@kiln/batching';
 import {
+  type ChatMessage,
   CPU,
+  type GenerationDefaults,
   KilnError,
   KilnErrorCode,
   formatDevice,
@@ -20,9 +23,10 @@ import { planRecipe } from './recipe-plan.js';
 import { resolveWorkerPoolSettings } from './settings.js';
 import { StepWorker, stepBackend } from './step-worker.js';
 import { ThreadBackend } from './thread-backend.js';
+import type { ChatTemplateInfo } from './tokenizer-protocol.js';
 import { TokenizerThread } from './tokenizer-thread.js';
 import type { ModelRecipe } from './worker-protocol.js';
-import { WorkerPool, type WorkerPoolInit } from './worker-pool.js';
+import { type SubmitOptions, WorkerPool, type WorkerPoolInit } from './worker-pool.js';
 
 /** Text generation over every step worker of a pool, summed. */
 export interface GenerationStats {
@@ -53,7 +57,18 @@ export type GenerationStep = StepReport;
 export interface GenerationPool extends WorkerPool<GenerationJob, GenerationOutput> {
   /** Tokenizes a prompt on the pool's prompt-tokenizer thread. */
   encode(prompt: string): Promise<number[]>;
+  /**
+   * Renders a chat with the model's template and tokenizes it, on the same thread
+   * (INVALID_INPUT when the model has no template; see `chatTemplate`).
+   */
+  encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[]): Promise<number[]>;
   readonly eosTokenId: number | undefined;
+  /** Every token that ends a sequence; each job ends at any of them. */
+  readonly eosTokenIds: readonly number[];
+  /** The model's generation_config.json defaults, for requests that leave them out. */
+  readonly generationDefaults: GenerationDefaults;
+  /** The model's chat template (tokenizer_config.json), when it has one. */
+  readonly chatTemplate: ChatTemplateInfo | undefined;
   /**
    * Most tokens (prompt + max_new_tokens) one job may hold, known once a worker is ready
    * (0 until then): the model's longest sequence, or a worker's cache budget if smaller.
@@ -142,6 +157,32 @@ class StepPool extends WorkerPool<GenerationJob, GenerationOutput> implements Ge
 
   get eosTokenId(): number | undefined {
     return this.prompts.eosTokenId;
+  }
+
+  get eosTokenIds(): readonly number[] {
+    return this.prompts.eosTokenIds;
+  }
+
+  get generationDefaults(): GenerationDefaults {
+    return this.prompts.generationDefaults;
+  }
+
+  get chatTemplate(): ChatTemplateInfo | undefined {
+    return this.prompts.chatTemplate;
+  }
+
+  encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[]): Promise<number[]> {
+    return this.prompts.encodeChat(messages, tools);
+  }
+
+  /** Every job ends at any of the model's end tokens (generation_config.json may list several). */
+  override submit(input: GenerationJob, options?: SubmitOptions): JobHandle<GenerationOutput> {
+    const ends = this.prompts.eosTokenIds;
+    const job =
+      ends.length > 1
+        ? { ...input, eosTokenIds: [...new Set([...ends, ...(input.eosTokenIds ?? [])])] }
+        : input;
+    return super.submit(job, options);
   }
 
   get limits(): { readonly maxSequenceLength: number } {

@@ -1,6 +1,7 @@
 export * from './create-worker-pool.js';
 export * from './worker-pool.js';
 export * from './generation-pool.js';
+export type { ChatTemplateInfo } from './tokenizer-protocol.js';
 export * from './settings.js';
 export * from './thread-budget.js';
 export * from './cpu-pinning.js';

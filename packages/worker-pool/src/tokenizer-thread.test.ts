@@ -48,6 +48,49 @@ describe('TokenizerThread', () => {
     expect(await thread.encode(TEXT)).toEqual(here.encode(TEXT));
   });
 
+  it("renders chats with the folder's template and tells its generation defaults", async () => {
+    const chat = await mkdtemp(join(tmpdir(), 'kiln-tokenizer-thread-chat-'));
+    try {
+      await writeGpt2Files(chat);
+      await writeFile(
+        join(chat, 'tokenizer_config.json'),
+        JSON.stringify({
+          eos_token: GPT2_END_OF_TEXT,
+          chat_template:
+            '{% for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}{% endfor %}{% if tools %}tools: {{ tools | length }}{% endif %}{% if add_generation_prompt %}assistant:{% endif %}',
+        }),
+      );
+      await writeFile(
+        join(chat, 'generation_config.json'),
+        JSON.stringify({ eos_token_id: [256, 10], temperature: 0.7, max_new_tokens: 12 }),
+      );
+      const chatThread = await TokenizerThread.start(chat);
+      try {
+        expect(chatThread.eosTokenIds).toEqual([256, 10]);
+        expect(chatThread.generationDefaults).toEqual({
+          eosTokenIds: [256, 10],
+          temperature: 0.7,
+          maxNewTokens: 12,
+        });
+        expect(chatThread.chatTemplate).toEqual({ eosToken: GPT2_END_OF_TEXT, usesTools: true });
+        const here = await loadTextTokenizer(chat);
+        const tokens = await chatThread.encodeChat([{ role: 'user', content: '世界 🎉' }], [{}]);
+        const rendered = `user: 世界 🎉${GPT2_END_OF_TEXT}tools: 1assistant:`;
+        expect(tokens).toEqual(here.encode(rendered, { addSpecialTokens: false }));
+        // The eos text is the special token, not its characters.
+        expect(tokens.filter((t) => t === 256)).toHaveLength(1);
+      } finally {
+        await chatThread.close();
+      }
+      await expect(thread.encodeChat([{ role: 'user', content: 'x' }])).rejects.toMatchObject({
+        code: KilnErrorCode.InvalidInput,
+        message: expect.stringMatching(/no chat template/),
+      });
+    } finally {
+      await rm(chat, { recursive: true, force: true });
+    }
+  });
+
   it('answers errors of the tokenizer, and of a folder without one, as KilnErrors', async () => {
     const chars = await mkdtemp(join(tmpdir(), 'kiln-tokenizer-thread-chars-'));
     try {

@@ -1,7 +1,15 @@
 import type { Worker } from 'node:worker_threads';
-import { KilnError, KilnErrorCode, siblingModule } from '@kiln/core';
+import {
+  type ChatMessage,
+  type GenerationDefaults,
+  KilnError,
+  KilnErrorCode,
+  siblingModule,
+} from '@kiln/core';
 import { startInferenceThread } from './inference-threads.js';
 import type {
+  ChatTemplateInfo,
+  TokenizerFacts,
   TokenizerReply,
   TokenizerRequest,
   TokenizerWorkerData,
@@ -17,8 +25,10 @@ interface Pending {
 
 /**
  * A model's tokenizer on a worker thread of its own: encoding a long prompt (seconds for a
- * byte-level BPE at a megabyte) never holds the event loop. A generation pool owns one for
- * its prompts; its step workers detokenize their own output.
+ * byte-level BPE at a megabyte) or rendering a chat never holds the event loop. A generation
+ * pool owns one for its prompts; its step workers detokenize their own output. It also tells
+ * what the folder says of generation: end tokens, generation_config.json's defaults, and
+ * whether there is a chat template.
  */
 export class TokenizerThread {
   private readonly pending = new Map<number, Pending>();
@@ -26,11 +36,21 @@ export class TokenizerThread {
   private failure: KilnError | undefined;
   private closed = false;
 
+  readonly vocabSize: number;
+  readonly eosTokenId: number | undefined;
+  readonly eosTokenIds: readonly number[];
+  readonly generationDefaults: GenerationDefaults;
+  readonly chatTemplate: ChatTemplateInfo | undefined;
+
   private constructor(
     private readonly worker: Worker,
-    readonly vocabSize: number,
-    readonly eosTokenId: number | undefined,
+    facts: TokenizerFacts,
   ) {
+    this.vocabSize = facts.vocabSize;
+    this.eosTokenId = facts.eosTokenId;
+    this.eosTokenIds = facts.eosTokenIds;
+    this.generationDefaults = facts.generationDefaults;
+    this.chatTemplate = facts.chatTemplate;
     worker.on('message', (reply: TokenizerReply) => this.settle(reply));
     worker.on('exit', (code) => this.exited(code));
     worker.unref();
@@ -62,16 +82,34 @@ export class TokenizerThread {
         );
       },
     );
-    return new TokenizerThread(worker, ready.vocabSize, ready.eosTokenId);
+    const { type: _, ...facts } = ready;
+    return new TokenizerThread(worker, facts);
   }
 
-  async encode(text: string): Promise<number[]> {
+  /** The token ids of `text`, with the tokenizer's special tokens. */
+  encode(text: string): Promise<number[]> {
+    return this.request({ type: 'encode', id: this.nextId++, text });
+  }
+
+  /**
+   * The token ids of a chat as the model's template writes it, ending with the start of the
+   * assistant's turn; `tools` go to the template. INVALID_INPUT when the model has no
+   * template, or the template refuses the messages.
+   */
+  encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[]): Promise<number[]> {
+    return this.request({
+      type: 'chat',
+      id: this.nextId++,
+      messages,
+      ...(tools === undefined ? {} : { tools }),
+    });
+  }
+
+  private async request(request: TokenizerRequest): Promise<number[]> {
     if (this.failure) throw this.failure;
     if (this.closed) throw new KilnError(KilnErrorCode.Closed, 'the model is unloading');
-    const id = this.nextId++;
     const reply = await new Promise<TokenizerReply>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      const request: TokenizerRequest = { type: 'encode', id, text };
+      this.pending.set(request.id, { resolve, reject });
       this.worker.postMessage(request);
     });
     if (reply.type !== 'encoded')

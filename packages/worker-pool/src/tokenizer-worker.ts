@@ -1,7 +1,15 @@
-// Entry of a tokenizer thread: a generation pool's tokenizer, so that encoding a long prompt
-// never holds the server's event loop.
+// Entry of a tokenizer thread: a generation pool's tokenizer (and chat template), so that
+// encoding a long prompt never holds the server's event loop.
 import { parentPort, workerData } from 'node:worker_threads';
-import { KilnError, KilnErrorCode, type TextTokenizer, loadTextTokenizer } from '@kiln/core';
+import {
+  ChatTemplate,
+  type GenerationDefaults,
+  KilnError,
+  KilnErrorCode,
+  type TextTokenizer,
+  loadTextTokenizer,
+  readGenerationDefaults,
+} from '@kiln/core';
 import type {
   TokenizerReply,
   TokenizerRequest,
@@ -13,9 +21,15 @@ const { dir } = workerData as TokenizerWorkerData;
 const reply = (message: TokenizerReply, transfer: ArrayBuffer[] = []) =>
   port.postMessage(message, transfer);
 
-let tokenizer: TextTokenizer | undefined;
+let loaded:
+  | { tokenizer: TextTokenizer; template: ChatTemplate | undefined; defaults: GenerationDefaults }
+  | undefined;
 try {
-  tokenizer = await loadTextTokenizer(dir);
+  loaded = {
+    tokenizer: await loadTextTokenizer(dir),
+    template: await ChatTemplate.fromFolder(dir),
+    defaults: await readGenerationDefaults(dir),
+  };
 } catch (error) {
   // The owner terminates this thread when it reads the failure.
   reply({
@@ -24,16 +38,45 @@ try {
   });
 }
 
-if (tokenizer) {
-  const loaded = tokenizer;
+/** A request's prompt tokens: its text, or its messages as the chat template writes them. */
+function promptTokens(request: TokenizerRequest): number[] {
+  const { tokenizer, template } = loaded!;
+  if (request.type === 'encode') return tokenizer.encode(request.text);
+  if (!template) throw new KilnError(KilnErrorCode.InvalidInput, 'the model has no chat template');
+  const prompt = template.render(request.messages, {
+    ...(request.tools ? { tools: request.tools } : {}),
+  });
+  // The template writes the special tokens it wants (a beginning-of-sequence one, say).
+  return tokenizer.encode(prompt, { addSpecialTokens: false });
+}
+
+if (loaded) {
+  const { tokenizer, template, defaults } = loaded;
   port.on('message', (request: TokenizerRequest) => {
     try {
-      const tokens = Int32Array.from(loaded.encode(request.text));
+      const tokens = Int32Array.from(promptTokens(request));
       reply({ type: 'encoded', id: request.id, tokens }, [tokens.buffer]);
     } catch (error) {
       const failure = KilnError.wrap(error, KilnErrorCode.Internal).toJSON();
       reply({ type: 'failed', id: request.id, error: failure });
     }
   });
-  reply({ type: 'ready', vocabSize: loaded.vocabSize, eosTokenId: loaded.eosTokenId });
+  const eosTokenIds = [
+    ...new Set([
+      ...(tokenizer.eosTokenId === undefined ? [] : [tokenizer.eosTokenId]),
+      ...(tokenizer.eosTokenIds ?? []),
+    ]),
+  ];
+  reply({
+    type: 'ready',
+    vocabSize: tokenizer.vocabSize,
+    eosTokenId: tokenizer.eosTokenId,
+    eosTokenIds,
+    generationDefaults: defaults,
+    chatTemplate: template && {
+      ...(template.bosToken === undefined ? {} : { bosToken: template.bosToken }),
+      ...(template.eosToken === undefined ? {} : { eosToken: template.eosToken }),
+      usesTools: template.usesTools(),
+    },
+  });
 }
