@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type SamplingParams, TokenSampler, argmax, logSoftmaxAt } from './token-sampler.js';
+import {
+  type SamplingParams,
+  TokenSampler,
+  argmax,
+  logSoftmaxAt,
+  topLogprobs,
+} from './token-sampler.js';
 
 /** The sampler as it was: a full sort of the vocabulary per token. The new one must agree. */
 class FullSortSampler {
@@ -180,5 +186,23 @@ describe('TokenSampler', () => {
       const logits = randomLogits(500, random, 8);
       expect(b.nextWithLogprob(logits, []).token).toBe(a.next(logits, []));
     }
+  });
+});
+
+describe('topLogprobs', () => {
+  it('answers the k most likely tokens in rank order, as a full sort does', () => {
+    const random = randomSource(7);
+    for (const k of [1, 2, 5, 20]) {
+      const logits = randomLogits(300, random, 6);
+      // Ties too: lower ids rank first.
+      logits[10] = logits[11] = logits[argmax(logits)]!;
+      const sorted = Array.from(logits.keys()).sort((a, b) => logits[b]! - logits[a]! || a - b);
+      const top = topLogprobs(logits, k);
+      expect(top.map((t) => t.token)).toEqual(sorted.slice(0, k));
+      for (const { token, logprob } of top)
+        expect(logprob).toBeCloseTo(logSoftmaxAt(Float64Array.from(logits), token), 12);
+    }
+    expect(topLogprobs(new Float32Array([1, 2]), 5).map((t) => t.token)).toEqual([1, 0]);
+    expect(topLogprobs(new Float32Array([1, 2]), 0)).toEqual([]);
   });
 });

@@ -251,3 +251,41 @@ export function logSoftmaxAt(scores: ArrayLike<number>, token: number): number {
   for (let i = 0; i < scores.length; i++) sum += Math.exp(scores[i]! - top);
   return scores[token]! - top - Math.log(sum);
 }
+
+/** One of the most likely tokens of a step, with its log-probability. */
+export interface TokenLogprob {
+  readonly token: number;
+  readonly logprob: number;
+}
+
+/** The most top log-probabilities a request may ask for (OpenAI's bound). */
+export const MAX_TOP_LOGPROBS = 20;
+
+/**
+ * The k most likely tokens under log-softmax(scores), most likely first (ties: lower id
+ * first). A partial selection: one pass keeps the best k in a small sorted array, so a step
+ * costs about the vocabulary's size whatever k, never a sort of it.
+ */
+export function topLogprobs(scores: ArrayLike<number>, k: number): TokenLogprob[] {
+  const n = Math.min(Math.max(0, Math.floor(k)), scores.length);
+  if (n === 0) return [];
+  const top = scores[argmax(scores)]!;
+  let sum = 0;
+  for (let i = 0; i < scores.length; i++) sum += Math.exp(scores[i]! - top);
+  // As logSoftmaxAt rounds, so that a chosen token's log-probability equals its entry here.
+  const logSum = Math.log(sum);
+  const best: number[] = [];
+  for (let i = 0; i < scores.length; i++) {
+    const s = scores[i]!;
+    // Only a score above the kth best enters; equal scores keep the lower id in front.
+    if (best.length === n) {
+      if (!(s > scores[best[n - 1]!]!)) continue;
+      best.pop();
+    }
+    let at = best.length;
+    best.push(i);
+    for (; at > 0 && s > scores[best[at - 1]!]!; at--) best[at] = best[at - 1]!;
+    best[at] = i;
+  }
+  return best.map((token) => ({ token, logprob: scores[token]! - top - logSum }));
+}
