@@ -9,6 +9,11 @@ export interface GenerationJob {
   readonly stop?: readonly string[];
   /** Whether each chunk carries the log-probability of its token. */
   readonly logprobs?: boolean;
+  /**
+   * How many of each step's most likely tokens a chunk lists with their log-probabilities
+   * (0 to 20, as OpenAI's `top_logprobs`); computed next to the model, with `logprobs`.
+   */
+  readonly topLogprobs?: number;
   /** Generate max_new_tokens even past the end-of-sequence token (benchmarks, as vLLM's). */
   readonly ignoreEos?: boolean;
   /**
@@ -31,6 +36,17 @@ export interface GenerationChunk {
   readonly index: number;
   /** Natural log of its probability under the model's logits, when the job asked. */
   readonly logprob?: number;
+  /** The token's own text, when the job asked for log-probabilities. */
+  readonly tokenText?: string;
+  /** The step's most likely tokens, most likely first, when the job asked for them. */
+  readonly topLogprobs?: readonly TopLogprob[];
+}
+
+/** One of a step's most likely tokens: its id, its own text and its log-probability. */
+export interface TopLogprob {
+  readonly token: number;
+  readonly text: string;
+  readonly logprob: number;
 }
 
 export type FinishReason = 'length' | 'stop' | 'eos' | 'cancelled';

@@ -1,4 +1,10 @@
-import { KilnError, KilnErrorCode, StopText, checkSamplingParams } from '@kiln/core';
+import {
+  KilnError,
+  KilnErrorCode,
+  MAX_TOP_LOGPROBS,
+  StopText,
+  checkSamplingParams,
+} from '@kiln/core';
 import { type Clock, systemClock } from '../clock.js';
 import type { Job } from '../job.js';
 import type { JobQueue } from '../job-queue.js';
@@ -14,6 +20,7 @@ import type {
   StepModelInfo,
   StepRequest,
   StepRunner,
+  TokenAlternatives,
 } from './step-protocol.js';
 
 /** DJL LMI's defaults: `max_rolling_batch_size` 32, `max_rolling_batch_prefill_tokens` 4096. */
@@ -201,7 +208,10 @@ export class RollingLoop {
         if (!entry.sample) return;
         const at = k++;
         if (sequence.done) return; // cancelled while the step ran
-        this.emit(sequence, reply.tokens[at]!, reply.texts[at] ?? '', reply.logprobs?.[at]);
+        this.emit(sequence, reply.tokens[at]!, reply.texts[at] ?? '', {
+          logprob: reply.logprobs?.[at],
+          alternatives: reply.alternatives?.[at],
+        });
       });
       for (const listener of this.stepListeners)
         listener({ sequences: entries.length, prefillTokens, ms, hostMs: reply.hostMs });
@@ -282,7 +292,12 @@ export class RollingLoop {
     return { entries, sequences, prefillTokens: this.maxPrefillTokens - budget };
   }
 
-  private emit(sequence: Sequence, token: number, text: string, logprob: number | undefined): void {
+  private emit(
+    sequence: Sequence,
+    token: number,
+    text: string,
+    { logprob, alternatives }: { logprob?: number; alternatives?: TokenAlternatives | undefined },
+  ): void {
     const { job, generated, stopText } = sequence;
     const ends = token === this.model.eosTokenId || job.input.eosTokenIds?.includes(token);
     if (ends && !job.input.ignoreEos) {
@@ -311,6 +326,12 @@ export class RollingLoop {
       text: shown,
       index: generated.length - 1,
       ...(job.input.logprobs && logprob !== undefined ? { logprob } : {}),
+      ...(job.input.logprobs && alternatives
+        ? {
+            tokenText: alternatives.text,
+            ...(job.input.topLogprobs ? { topLogprobs: alternatives.top } : {}),
+          }
+        : {}),
     };
     const handled = this.deliver(sequence, chunk);
     const end = () => {
@@ -393,7 +414,12 @@ export async function serveQueue(
 
 /** How the runner starts a sequence: its sampling, and whether it reports log-probabilities. */
 function openOf({ seq, job }: Sequence): SequenceOpen {
-  return { seq, sampling: job.input.sampling, logprobs: job.input.logprobs };
+  return {
+    seq,
+    sampling: job.input.sampling,
+    logprobs: job.input.logprobs,
+    topLogprobs: job.input.topLogprobs,
+  };
 }
 
 /** Cache tokens a job holds while it runs: its prompt and every token it may add. */
@@ -424,6 +450,9 @@ export function checkGenerationJob(
     return invalid(
       `prompt (${promptTokens.length} tokens) + max_new_tokens (${maxNewTokens}) exceeds the model's limit of ${limit} tokens`,
     );
+  const top = job.topLogprobs;
+  if (top !== undefined && !(Number.isInteger(top) && top >= 0 && top <= MAX_TOP_LOGPROBS))
+    return invalid(`top_logprobs must be an integer in [0, ${MAX_TOP_LOGPROBS}]`);
   try {
     checkSamplingParams(job.sampling ?? {});
   } catch (error) {

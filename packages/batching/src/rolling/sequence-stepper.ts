@@ -5,8 +5,15 @@ import {
   type TextTokenizer,
   TokenSampler,
   TokenTextStream,
+  topLogprobs,
 } from '@kiln/core';
-import type { StepModelInfo, StepReply, StepRequest, StepRunner } from './step-protocol.js';
+import type {
+  StepModelInfo,
+  StepReply,
+  StepRequest,
+  StepRunner,
+  TokenAlternatives,
+} from './step-protocol.js';
 
 interface Sequence<S> {
   readonly state: S;
@@ -15,6 +22,8 @@ interface Sequence<S> {
   readonly history: number[];
   readonly text: TokenTextStream | undefined;
   readonly logprobs: boolean;
+  /** How many of each step's most likely tokens to list (with logprobs). */
+  readonly topLogprobs: number;
 }
 
 /**
@@ -42,13 +51,14 @@ export class SequenceStepper<S = unknown> implements StepRunner {
   async step(request: StepRequest): Promise<StepReply> {
     const started = performance.now();
     for (const seq of request.releases) this.release(seq);
-    for (const { seq, sampling, logprobs } of request.opens) {
+    for (const { seq, sampling, logprobs, topLogprobs } of request.opens) {
       this.sequences.set(seq, {
         state: this.decoder.open({ sampling }),
         sampler: new TokenSampler(sampling ?? {}),
         history: [],
         text: this.tokenizer && new TokenTextStream(this.tokenizer),
         logprobs: logprobs ?? false,
+        topLogprobs: topLogprobs ?? 0,
       });
     }
     const fed = request.entries.map((entry) => {
@@ -70,6 +80,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     const logprobs = fed.some((s, i) => s.logprobs && request.entries[i]!.sample)
       ? new Float64Array(sampled).fill(NaN)
       : undefined;
+    const alternatives: (TokenAlternatives | undefined)[] | undefined = logprobs && [];
     let k = 0;
     request.entries.forEach((entry, i) => {
       if (!entry.sample) return;
@@ -80,11 +91,22 @@ export class SequenceStepper<S = unknown> implements StepRunner {
         typeof output === 'number' ? output : sequence.sampler.next(output, sequence.history);
       tokens[k] = token;
       texts.push(sequence.text?.push(token) ?? '');
-      if (logprobs && sequence.logprobs && typeof output !== 'number')
+      if (logprobs && sequence.logprobs && typeof output !== 'number') {
         logprobs[k] = logSoftmaxAt(output, token);
+        alternatives![k] = this.alternatives(output, token, sequence.topLogprobs);
+      }
       k++;
     });
-    return { tokens, texts, logprobs, hostMs: performance.now() - started };
+    return { tokens, texts, logprobs, alternatives, hostMs: performance.now() - started };
+  }
+
+  /** A token's own text and the step's `k` most likely tokens, with theirs (never the logits). */
+  private alternatives(logits: Float32Array, token: number, k: number): TokenAlternatives {
+    const text = (id: number) => this.tokenizer?.decode([id]) ?? '';
+    return {
+      text: text(token),
+      top: topLogprobs(logits, k).map((t) => ({ ...t, text: text(t.token) })),
+    };
   }
 
   /** Frees every sequence and the decoder. */

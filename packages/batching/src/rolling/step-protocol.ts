@@ -1,4 +1,5 @@
 import type { SamplingParams } from '@kiln/core';
+import type { TopLogprob } from './generation-job.js';
 
 /**
  * What a rolling loop and the step worker holding the model say to each other each step:
@@ -18,6 +19,8 @@ export interface SequenceOpen {
   readonly seq: number;
   readonly sampling?: SamplingParams | undefined;
   readonly logprobs?: boolean | undefined;
+  /** How many of the most likely tokens each step lists (with `logprobs`). */
+  readonly topLogprobs?: number | undefined;
 }
 
 export interface SequenceEntry {
@@ -35,8 +38,19 @@ export interface StepReply {
   readonly texts: readonly string[];
   /** Each chosen token's log-probability (NaN where its sequence did not ask); none when none asked. */
   readonly logprobs: Float64Array | undefined;
+  /**
+   * For each token whose sequence asked for log-probabilities: its own text and the step's
+   * most likely tokens; none when none asked.
+   */
+  readonly alternatives?: readonly (TokenAlternatives | undefined)[];
   /** The step's time on the worker's thread. */
   readonly hostMs: number;
+}
+
+/** A chosen token's own text and the step's most likely tokens, for log-probabilities. */
+export interface TokenAlternatives {
+  readonly text: string;
+  readonly top: readonly TopLogprob[];
 }
 
 /** What a step worker reports of its model once it is ready. */
