@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
-import { type GenerationParameters, KilnError, KilnErrorCode } from '@kiln/core';
+import { type ChatMessage, type GenerationParameters, KilnError, KilnErrorCode } from '@kiln/core';
 import type { GenerationChunk, GenerationJob, GenerationOutput } from '@kiln/batching';
 import type { GenerationPool } from '@kiln/worker-pool';
 import { type BodyLimits, readBody } from '../http/read-body.js';
@@ -61,6 +61,10 @@ export async function readJsonObject(
   return value as Record<string, unknown>;
 }
 
+/** What a generation continues: a text, or a chat the model's template writes out. */
+export type GenerationPrompt =
+  string | { readonly messages: readonly ChatMessage[]; readonly tools?: readonly unknown[] };
+
 export interface TextPiece {
   readonly text: string;
   readonly token: number;
@@ -78,9 +82,11 @@ export interface StreamFormat {
  * in proportion (seconds for a megabyte of byte-level BPE), and what the model cannot hold is
  * known only after it.
  */
-function checkPromptSize(prompt: string, maxPromptBytes: number): void {
+function checkPromptSize(prompt: GenerationPrompt, maxPromptBytes: number): void {
+  // A chat counts as its messages' and tools' JSON: what its template writes grows with it.
+  const text = typeof prompt === 'string' ? prompt : JSON.stringify(prompt);
   // Each UTF-16 unit is at least one UTF-8 byte: most long prompts are refused without a scan.
-  if (prompt.length > maxPromptBytes || Buffer.byteLength(prompt) > maxPromptBytes)
+  if (text.length > maxPromptBytes || Buffer.byteLength(text) > maxPromptBytes)
     throw new KilnError(
       KilnErrorCode.PayloadTooLarge,
       `the prompt is longer than max_prompt_bytes (${maxPromptBytes} bytes)`,
@@ -100,7 +106,7 @@ export async function runGeneration(
   ctx: Context,
   server: ServerContext,
   model: GenerativeModel,
-  prompt: string,
+  prompt: GenerationPrompt,
   parameters: GenerationParameters,
   stream?: StreamFormat,
 ): Promise<GenerationOutput | undefined> {
@@ -168,16 +174,19 @@ export async function runGeneration(
 }
 
 /**
- * Tokenizes a prompt and submits it to a generation pool; `onText` gets each piece of text as
- * soon as it may be shown (a promise it returns holds the job's next step).
+ * Tokenizes a prompt (a chat through the model's template) and submits it to a generation
+ * pool; `onText` gets each piece of text as soon as it may be shown (a promise it returns
+ * holds the job's next step).
  */
 async function submitGeneration(
   pool: GenerationPool,
-  prompt: string,
+  prompt: GenerationPrompt,
   parameters: GenerationParameters,
   options: { signal: AbortSignal; onText: (piece: TextPiece) => void | Promise<void> },
 ): Promise<GenerationOutput> {
-  const promptTokens = await pool.encode(prompt);
+  const promptTokens = await (typeof prompt === 'string'
+    ? pool.encode(prompt)
+    : pool.encodeChat(prompt.messages, prompt.tools));
   options.signal.throwIfAborted();
   const job: GenerationJob = {
     promptTokens,

@@ -1,12 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
-import { KilnError, KilnErrorCode, parseGenerationParameters } from '@kiln/core';
+import { type ChatMessage, KilnError, KilnErrorCode, parseGenerationParameters } from '@kiln/core';
 import type { FinishReason, GenerationOutput } from '@kiln/batching';
 import { openAiFieldError, openAiStreamError } from '../http/openai-error.js';
 import type { ModelEntry } from '../models/model-entry.js';
 import type { ServerContext } from '../routes/server-context.js';
-import { readJsonObject, requireGenerativeModel, runGeneration } from './generation-request.js';
+import {
+  type GenerationPrompt,
+  type GenerativeModel,
+  readJsonObject,
+  requireGenerativeModel,
+  runGeneration,
+} from './generation-request.js';
 import { checkOpenAiRequest, inOpenAiTerms, openAiParameters } from './openai-request.js';
 
 const sse = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
@@ -55,7 +61,7 @@ export async function lmiPrediction(
     );
   if (body.stream !== undefined && typeof body.stream !== 'boolean')
     throw new KilnError(KilnErrorCode.InvalidInput, 'stream must be true or false');
-  const parameters = parseGenerationParameters(body.parameters);
+  const parameters = parseGenerationParameters(body.parameters, model.pool.generationDefaults);
   const accept = ctx.get('accept');
   const streamed = body.stream === true || /jsonlines|x-ndjson/.test(accept);
   const result = await runGeneration(
@@ -97,11 +103,10 @@ export function generationRoutes(server: ServerContext): Router {
       throw new KilnError(KilnErrorCode.InvalidInput, '"parameters" must be a JSON object');
     if (maxTokens != null && !(Number.isInteger(maxTokens) && Number(maxTokens) >= 1))
       throw new KilnError(KilnErrorCode.InvalidInput, 'max_tokens must be an integer >= 1');
-    const parameters = parseGenerationParameters({
-      max_new_tokens: maxTokens,
-      ...top,
-      ...(nested as object | undefined),
-    });
+    const parameters = parseGenerationParameters(
+      { max_new_tokens: maxTokens, ...top, ...(nested as object | undefined) },
+      model.pool.generationDefaults,
+    );
     const head = { model_name: name, model_version: version ?? '' };
     const result = await runGeneration(
       ctx,
@@ -150,8 +155,8 @@ export function generationRoutes(server: ServerContext): Router {
     const body = await readJsonObject(ctx, server);
     checkOpenAiRequest(body, chat ? 'chat' : 'completions');
     const model = requireGenerativeModel(server, openAiModel(server, body), undefined);
-    const prompt = chat ? chatPrompt(body.messages) : completionPrompt(body.prompt);
-    const parameters = openAiParameters(body);
+    const prompt = chat ? chatPrompt(model, body) : completionPrompt(body.prompt);
+    const parameters = openAiParameters(body, model.pool.generationDefaults);
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-${randomUUID()}`;
     const created = Math.floor(Date.now() / 1000);
     const object = chat ? 'chat.completion' : 'text_completion';
@@ -255,8 +260,25 @@ function completionPrompt(prompt: unknown): string {
   throw new KilnError(KilnErrorCode.InvalidInput, 'prompt must be one string');
 }
 
+/**
+ * A chat's prompt: its messages (and tools) for the model's own chat template
+ * (tokenizer_config.json), rendered beside its tokenizer; without one, the plain template.
+ */
+function chatPrompt(model: GenerativeModel, body: Record<string, unknown>): GenerationPrompt {
+  const template = model.pool.chatTemplate;
+  const tools = Array.isArray(body.tools) && body.tools.length > 0 ? body.tools : undefined;
+  if (tools && !template?.usesTools)
+    throw openAiFieldError(
+      'tools',
+      'unsupported_parameter',
+      `Unsupported parameter: 'tools': the chat template of ${model.name} has no place for tools.`,
+    );
+  if (!template) return plainChatPrompt(body.messages);
+  return { messages: body.messages as ChatMessage[], ...(tools ? { tools } : {}) };
+}
+
 /** A plain-text chat template: one "role: content" line per message, then "assistant: ". */
-function chatPrompt(messages: unknown): string {
+function plainChatPrompt(messages: unknown): string {
   if (!Array.isArray(messages) || messages.length === 0)
     throw new KilnError(KilnErrorCode.InvalidInput, 'messages must be a non-empty array');
   const lines = messages.map((m: unknown) => {

@@ -1,4 +1,5 @@
 import {
+  type GenerationDefaults,
   type GenerationParameters,
   KilnError,
   KilnErrorCode,
@@ -103,7 +104,10 @@ function prompt(value: unknown, name: string): void {
     );
 }
 
-/** Messages of text: Kiln's chat template reads each one's role and text content. */
+/**
+ * Messages of text: a chat template reads each one's role and text content, and the tool
+ * calls of an assistant's turn and the id a tool's answer names, when a chat uses tools.
+ */
 function messages(value: unknown, name: string): void {
   if (!Array.isArray(value)) throw invalidType(name, 'an array', value);
   if (value.length === 0) throw invalidValue(name, 'a non-empty array', value);
@@ -118,11 +122,17 @@ function messages(value: unknown, name: string): void {
             `${at}.content`,
             `'${at}.content' is supported as a string only, not as an array of parts.`,
           );
-        string(field, `${at}.content`);
-      } else throw unsupported(`${at}.${key}`);
+        // An assistant's turn of tool calls may have no content.
+        if (!(field === null && Array.isArray(message.tool_calls))) string(field, `${at}.content`);
+      } else if (key === 'tool_calls') {
+        if (!Array.isArray(field) || !field.every(isObject))
+          throw invalidType(`${at}.${key}`, 'an array of objects', field);
+      } else if (key === 'tool_call_id') string(field, `${at}.${key}`);
+      else throw unsupported(`${at}.${key}`);
     }
     if (message.role === undefined) throw missing(`${at}.role`);
-    if (message.content === undefined) throw missing(`${at}.content`);
+    if (message.content === undefined && message.tool_calls === undefined)
+      throw missing(`${at}.content`);
   });
 }
 
@@ -179,9 +189,19 @@ const FIELDS: Readonly<Record<string, FieldRule>> = {
     on: BOTH,
     unsupportedUnless: (v) => absent(v) || (isObject(v) && Object.keys(v).length === 0),
   },
-  // Kiln's chat template has no place for tools.
-  tools: { on: CHAT, unsupportedUnless: absent },
-  tool_choice: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === 'none' },
+  // Passed to the model's chat template, when it reads them (else refused where it is known).
+  tools: {
+    on: CHAT,
+    check: (value, name) => {
+      if (!Array.isArray(value) || !value.every(isObject))
+        throw invalidType(name, 'an array of objects', value);
+    },
+  },
+  // The model chooses whether to call a tool: Kiln cannot force nor forbid one.
+  tool_choice: {
+    on: CHAT,
+    unsupportedUnless: (v) => absent(v) || v === 'none' || v === 'auto',
+  },
   parallel_tool_calls: { on: CHAT, unsupportedUnless: absent },
   functions: { on: CHAT, unsupportedUnless: absent },
   function_call: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === 'none' },
@@ -237,23 +257,29 @@ const maxTokensField = (body: Record<string, unknown>) =>
 /**
  * OpenAI's parameters (checked by `checkOpenAiRequest`) in Kiln's terms, as vLLM reads them:
  * `max_tokens` (16), `temperature` (1; 0 means greedy), `top_p`, `seed`, `stop`, and vLLM's
- * `top_k` and `repetition_penalty`.
+ * `top_k` and `repetition_penalty`. What the request leaves out comes from the model's
+ * generation_config.json (`defaults`) first, as vLLM's server takes it; a config with
+ * `do_sample: false` and no temperature makes decoding greedy.
  */
-export function openAiParameters(body: Record<string, unknown>): GenerationParameters {
-  const temperature = body.temperature ?? 1;
-  const greedy = temperature === 0;
+export function openAiParameters(
+  body: Record<string, unknown>,
+  defaults: GenerationDefaults = {},
+): GenerationParameters {
+  const temperature = body.temperature ?? defaults.temperature;
+  const greedy = temperature === 0 || (temperature == null && defaults.doSample === false);
   return parseGenerationParameters(
     {
       max_new_tokens: body.max_tokens ?? body.max_completion_tokens,
       do_sample: !greedy,
-      temperature: greedy ? undefined : temperature,
+      temperature: greedy ? undefined : (temperature ?? 1),
       top_p: body.top_p,
-      top_k: body.top_k === -1 ? undefined : body.top_k,
+      // -1 keeps every token (vLLM), as Kiln's 0 does, whatever the model's default.
+      top_k: body.top_k === -1 ? 0 : body.top_k,
       repetition_penalty: body.repetition_penalty,
       seed: body.seed,
       stop: body.stop,
     },
-    { maxNewTokens: 16 },
+    { ...defaults, maxNewTokens: defaults.maxNewTokens ?? 16 },
   );
 }
 
