@@ -52,7 +52,6 @@ describe('checkOpenAiRequest', () => {
     ['chat', 'presence_penalty', -1, 0],
     ['chat', 'frequency_penalty', 1, 0],
     ['chat', 'logit_bias', { '1': 5 }, {}],
-    ['chat', 'tools', [], null],
     ['chat', 'tool_choice', 'required', 'none'],
     ['chat', 'parallel_tool_calls', false, null],
     ['chat', 'functions', [], null],
@@ -114,13 +113,39 @@ describe('checkOpenAiRequest', () => {
         'unsupported_parameter',
       ],
       [
-        [{ role: 'assistant', content: 'x', tool_calls: [] }],
+        [{ role: 'assistant', content: 'x', tool_calls: 'x' }],
         'messages[0].tool_calls',
-        'unsupported_parameter',
+        'invalid_type',
       ],
     ];
     for (const [messages, param, code] of cases)
       expect(refusal({ model: 'gpt', messages }, 'chat'), param).toMatchObject({ param, code });
+  });
+
+  it('takes tools for the chat template and assistant turns of tool calls', () => {
+    const tools = [{ type: 'function', function: { name: 'f', parameters: {} } }];
+    const calls = [{ id: 'c', type: 'function', function: { name: 'f', arguments: '{}' } }];
+    checkOpenAiRequest(
+      {
+        ...chat,
+        tools,
+        tool_choice: 'auto',
+        messages: [
+          { role: 'user', content: 'Hi' },
+          { role: 'assistant', content: null, tool_calls: calls },
+          { role: 'tool', content: '1', tool_call_id: 'c' },
+        ],
+      },
+      'chat',
+    );
+    expect(refusal({ ...chat, tools: 'f' }, 'chat')).toMatchObject({
+      param: 'tools',
+      code: 'invalid_type',
+    });
+    expect(refusal({ ...completion, tools }, 'completions')).toMatchObject({
+      param: 'tools',
+      code: 'unknown_parameter',
+    });
   });
 
   it('refuses fields OpenAI does not define for the route, and stream_options without stream', () => {
@@ -145,7 +170,28 @@ describe('openAiParameters', () => {
     expect(openAiParameters({})).toMatchObject({ maxNewTokens: 16, doSample: true });
     expect(
       openAiParameters({ max_completion_tokens: 7, temperature: 0, top_k: -1, stop: 'x' }),
-    ).toEqual({ maxNewTokens: 7, doSample: false, stop: ['x'] });
+    ).toEqual({ maxNewTokens: 7, doSample: false, topK: 0, stop: ['x'] });
+  });
+
+  it("takes what the request leaves out from the model's generation_config.json", () => {
+    const defaults = { maxNewTokens: 40, temperature: 0.6, topP: 0.9, topK: 20 };
+    expect(openAiParameters({}, defaults)).toEqual({
+      maxNewTokens: 40,
+      doSample: true,
+      temperature: 0.6,
+      topP: 0.9,
+      topK: 20,
+      stop: [],
+    });
+    expect(openAiParameters({ max_tokens: 3, temperature: 1, top_k: -1 }, defaults)).toEqual({
+      maxNewTokens: 3,
+      doSample: true,
+      temperature: 1,
+      topP: 0.9,
+      topK: 0,
+      stop: [],
+    });
+    expect(openAiParameters({}, { doSample: false })).toMatchObject({ doSample: false });
   });
 });
 
