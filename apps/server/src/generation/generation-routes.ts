@@ -271,7 +271,7 @@ function chatPrompt(model: GenerativeModel, body: Record<string, unknown>): Gene
     throw openAiFieldError(
       'tools',
       'unsupported_parameter',
-      `Unsupported parameter: 'tools': the chat template of ${model.name} has no place for tools.`,
+      `Unsupported parameter: 'tools' is not supported by ${model.name}: its chat template has no place for tools.`,
     );
   if (!template) return plainChatPrompt(body.messages);
   return { messages: body.messages as ChatMessage[], ...(tools ? { tools } : {}) };

@@ -129,7 +129,6 @@ describe('checkOpenAiRequest', () => {
       {
         ...chat,
         tools,
-        tool_choice: 'auto',
         messages: [
           { role: 'user', content: 'Hi' },
           { role: 'assistant', content: null, tool_calls: calls },

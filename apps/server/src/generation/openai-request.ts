@@ -197,11 +197,8 @@ const FIELDS: Readonly<Record<string, FieldRule>> = {
         throw invalidType(name, 'an array of objects', value);
     },
   },
-  // The model chooses whether to call a tool: Kiln cannot force nor forbid one.
-  tool_choice: {
-    on: CHAT,
-    unsupportedUnless: (v) => absent(v) || v === 'none' || v === 'auto',
-  },
+  // Whether the model calls a tool is its own choice: Kiln can neither force nor forbid one.
+  tool_choice: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === 'none' },
   parallel_tool_calls: { on: CHAT, unsupportedUnless: absent },
   functions: { on: CHAT, unsupportedUnless: absent },
   function_call: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === 'none' },
