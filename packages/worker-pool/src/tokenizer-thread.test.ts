@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { GPT2_END_OF_TEXT, KilnErrorCode, loadTextTokenizer } from '@kiln/core';
+import { GPT2_END_OF_TEXT, KilnErrorCode, gpt2TokenizerJson, loadTextTokenizer } from '@kiln/core';
 import { TokenizerThread } from './tokenizer-thread.js';
 
 /** GPT-2's byte → printable character table (bytes_to_unicode). */
@@ -15,12 +15,17 @@ function byteChars(): string[] {
   return chars;
 }
 
-/** GPT-2's files for a byte-level vocabulary: multi-byte characters are several tokens. */
-async function writeGpt2Files(dir: string): Promise<void> {
+/** A byte-level vocabulary: the 256 byte tokens, then `<|endoftext|>`. */
+function byteVocab(): Record<string, number> {
   const vocab: Record<string, number> = {};
   byteChars().forEach((c, b) => (vocab[c] = b));
   vocab[GPT2_END_OF_TEXT] = 256;
-  await writeFile(join(dir, 'vocab.json'), JSON.stringify(vocab));
+  return vocab;
+}
+
+/** GPT-2's files for a byte-level vocabulary: multi-byte characters are several tokens. */
+async function writeGpt2Files(dir: string): Promise<void> {
+  await writeFile(join(dir, 'vocab.json'), JSON.stringify(byteVocab()));
   await writeFile(join(dir, 'merges.txt'), '#version: 0.2\n');
 }
 
@@ -86,6 +91,51 @@ describe('TokenizerThread', () => {
         code: KilnErrorCode.InvalidInput,
         message: expect.stringMatching(/no chat template/),
       });
+    } finally {
+      await rm(chat, { recursive: true, force: true });
+    }
+  });
+
+  it("adds none of the tokenizer's own special tokens to a chat: its template writes them", async () => {
+    const chat = await mkdtemp(join(tmpdir(), 'kiln-tokenizer-thread-bos-'));
+    try {
+      // A tokenizer that starts every text with a beginning-of-sequence token, as Llama's does.
+      const withBos = {
+        ...gpt2TokenizerJson(byteVocab(), ''),
+        post_processor: {
+          type: 'TemplateProcessing',
+          single: [
+            { SpecialToken: { id: GPT2_END_OF_TEXT, type_id: 0 } },
+            { Sequence: { id: 'A', type_id: 0 } },
+          ],
+          pair: [
+            { SpecialToken: { id: GPT2_END_OF_TEXT, type_id: 0 } },
+            { Sequence: { id: 'A', type_id: 0 } },
+            { Sequence: { id: 'B', type_id: 1 } },
+          ],
+          special_tokens: {
+            [GPT2_END_OF_TEXT]: { id: GPT2_END_OF_TEXT, ids: [256], tokens: [GPT2_END_OF_TEXT] },
+          },
+        },
+      };
+      await writeFile(join(chat, 'tokenizer.json'), JSON.stringify(withBos));
+      await writeFile(
+        join(chat, 'tokenizer_config.json'),
+        JSON.stringify({
+          bos_token: GPT2_END_OF_TEXT,
+          chat_template: '{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}',
+        }),
+      );
+      const bosThread = await TokenizerThread.start(chat);
+      try {
+        expect(await bosThread.encode('ab')).toEqual([256, 97, 98]);
+        expect(await bosThread.encodeChat([{ role: 'user', content: 'ab' }])).toEqual([
+          256, 97, 98,
+        ]);
+        expect(bosThread.chatTemplate).toEqual({ bosToken: GPT2_END_OF_TEXT, usesTools: false });
+      } finally {
+        await bosThread.close();
+      }
     } finally {
       await rm(chat, { recursive: true, force: true });
     }
