@@ -52,3 +52,11 @@ export {
   type TinyGptTraining,
   type TinyGptModel,
 } from './tiny-gpt.js';
+export {
+  llamaDecoderModel,
+  moveToExternalData,
+  LLAMA_DECODER_SCRIPT,
+  LLAMA_MODEL_FILE,
+  type LlamaDecoderModel,
+  type LlamaDecoderOptions,
+} from './llama-decoder.js';

@@ -1,0 +1,82 @@
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LLAMA_MODEL_FILE, llamaDecoderModel } from './llama-decoder.js';
+import { decodeOnnxModel } from './save-model.js';
+import { pythonTorchUnavailable } from './tiny-gpt.js';
+
+const unavailable = pythonTorchUnavailable();
+if (unavailable) console.warn(`skipping the Llama decoder export: ${unavailable}`);
+
+let root: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'kiln-llama-'));
+});
+afterAll(() => rm(root, { recursive: true, force: true }));
+
+describe.skipIf(unavailable !== null)('llamaDecoderModel', () => {
+  it("writes transformers.js's folder with Optimum's inputs and outputs", async () => {
+    const model = await llamaDecoderModel(join(root, 'plain'), {
+      hidden: 32,
+      vocab: 128,
+      greedyPrompts: [[1, 2, 3]],
+      greedyTokens: 4,
+    });
+    const config = JSON.parse(await readFile(join(model.dir, 'config.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    expect(config).toMatchObject({
+      model_type: 'llama',
+      hidden_size: 32,
+      num_attention_heads: 4,
+      num_key_value_heads: 2,
+      num_hidden_layers: 2,
+      vocab_size: 128,
+      max_position_embeddings: 128,
+      eos_token_id: 0,
+    });
+    const vocab = JSON.parse(await readFile(join(model.dir, 'vocab.json'), 'utf8')) as string[];
+    expect(vocab).toHaveLength(128);
+    const graph = decodeOnnxModel(await readFile(join(model.dir, LLAMA_MODEL_FILE))).graph!;
+    expect(graph.input!.map((i) => i.name)).toEqual([
+      'input_ids',
+      'attention_mask',
+      'position_ids',
+      'past_key_values.0.key',
+      'past_key_values.0.value',
+      'past_key_values.1.key',
+      'past_key_values.1.value',
+    ]);
+    expect(graph.output!.map((o) => o.name)).toEqual([
+      'logits',
+      'present.0.key',
+      'present.0.value',
+      'present.1.key',
+      'present.1.value',
+    ]);
+    expect(model.greedy).toHaveLength(1);
+    expect(model.greedy[0]).toHaveLength(4);
+    for (const token of model.greedy[0]!) expect(token).toBeLessThan(128);
+  });
+
+  it('keeps the weights in model.onnx_data when asked', async () => {
+    const model = await llamaDecoderModel(join(root, 'external'), {
+      hidden: 32,
+      vocab: 128,
+      externalData: true,
+    });
+    const graph = decodeOnnxModel(await readFile(join(model.dir, LLAMA_MODEL_FILE))).graph!;
+    const dataBytes = (await stat(join(model.dir, `${LLAMA_MODEL_FILE}_data`))).size;
+    const weights = graph.initializer!;
+    expect(weights.length).toBeGreaterThan(0);
+    for (const tensor of weights) expect(tensor.rawData ?? []).toHaveLength(0);
+    const lengths = weights.map((t) =>
+      Number(t.externalData!.find((e) => e.key === 'length')!.value),
+    );
+    expect(lengths.reduce((a, b) => a + b)).toBe(dataBytes);
+    // Embeddings alone are 128 × 32 floats.
+    expect(dataBytes).toBeGreaterThan(128 * 32 * 4);
+  });
+});

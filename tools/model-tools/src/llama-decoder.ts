@@ -1,0 +1,137 @@
+import { spawn } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CHAR_VOCAB_FILE, defaultCharVocab } from './gpt-decoder.js';
+import { onnx } from './onnx-proto.js';
+import { decodeOnnxModel, encodeOnnxModel } from './save-model.js';
+import { TINY_GPT_PYTHON } from './tiny-gpt.js';
+
+/** The export script: builds the decoder in torch and writes the folder. */
+export const LLAMA_DECODER_SCRIPT = fileURLToPath(
+  new URL('../python/llama_decoder.py', import.meta.url),
+);
+/** Where transformers.js (and Optimum) keep the model inside its folder. */
+export const LLAMA_MODEL_FILE = join('onnx', 'model.onnx');
+
+export interface LlamaDecoderOptions {
+  readonly layers?: number;
+  readonly hidden?: number;
+  /** Query heads. */
+  readonly heads?: number;
+  /** Key/value heads (grouped-query attention when fewer than `heads`). */
+  readonly kvHeads?: number;
+  /** Vocabulary size; the folder's vocab.json is the character vocabulary, then fillers. */
+  readonly vocab?: number;
+  /** max_position_embeddings: the longest sequence. */
+  readonly maxLen?: number;
+  readonly seed?: number;
+  /** The LM head shares the token embeddings' weights. */
+  readonly tied?: boolean;
+  /** Weights go to `onnx/model.onnx_data` beside the graph, as large exports keep them. */
+  readonly externalData?: boolean;
+  /** Prompts (token ids) whose greedy continuations torch computes with its own KV cache. */
+  readonly greedyPrompts?: readonly (readonly number[])[];
+  /** New tokens per greedy continuation; default 8. */
+  readonly greedyTokens?: number;
+}
+
+export interface LlamaDecoderModel {
+  readonly dir: string;
+  readonly layers: number;
+  readonly heads: number;
+  readonly kvHeads: number;
+  readonly headSize: number;
+  readonly vocabSize: number;
+  readonly maxLen: number;
+  /** Torch's greedy new tokens for each of `greedyPrompts`. */
+  readonly greedy: number[][];
+}
+
+/**
+ * A Llama-style decoder (RMSNorm, rotary positions from `position_ids`, grouped-query
+ * attention, SwiGLU, seeded random weights) built in Debian's python3-torch and exported in
+ * Hugging Face Optimum's layout, in a folder as transformers.js reads it: `config.json`
+ * (model_type llama), `generation_config.json`, `onnx/model.onnx`, and a character
+ * `vocab.json` (token 0 ends text). See pythonTorchUnavailable for when it cannot run.
+ */
+export async function llamaDecoderModel(
+  dir: string,
+  options: LlamaDecoderOptions = {},
+): Promise<LlamaDecoderModel> {
+  const layers = options.layers ?? 2;
+  const hidden = options.hidden ?? 64;
+  const heads = options.heads ?? 4;
+  const kvHeads = options.kvHeads ?? 2;
+  const vocabSize = options.vocab ?? 256;
+  const maxLen = options.maxLen ?? 128;
+  const args = [
+    LLAMA_DECODER_SCRIPT,
+    ...['--out', dir, '--layers', layers, '--hidden', hidden, '--heads', heads],
+    ...['--kv-heads', kvHeads, '--vocab', vocabSize, '--max-len', maxLen],
+    ...['--seed', options.seed ?? 0, '--bos', 0, '--eos', 0],
+    ...['--greedy', JSON.stringify(options.greedyPrompts ?? [])],
+    ...['--greedy-tokens', options.greedyTokens ?? 8],
+    ...(options.tied ? ['--tied'] : []),
+  ].map(String);
+  const stdout = await runPython(args);
+  const { greedy } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { greedy: number[][] };
+  if (options.externalData) await moveToExternalData(join(dir, LLAMA_MODEL_FILE));
+  const chars = defaultCharVocab();
+  const vocab = Array.from({ length: vocabSize }, (_, i) => chars[i] ?? `<|extra_${i}|>`);
+  await writeFile(join(dir, CHAR_VOCAB_FILE), `${JSON.stringify(vocab)}\n`);
+  await writeFile(
+    join(dir, 'serving.properties'),
+    'engine=OnnxRuntime\noption.rolling_batch=auto\n',
+  );
+  return {
+    dir,
+    layers,
+    heads,
+    kvHeads,
+    headSize: hidden / heads,
+    vocabSize,
+    maxLen,
+    greedy,
+  };
+}
+
+async function runPython(args: readonly string[]): Promise<string> {
+  const child = spawn(TINY_GPT_PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', resolve);
+  });
+  if (code !== 0) throw new Error(`llama_decoder.py exited with ${code}:\n${stderr}`);
+  return stdout;
+}
+
+/**
+ * Moves every initializer's bytes into `<model>_data` beside the model (ONNX external data:
+ * location, offset, length), as exports over 2 GiB must and Optimum's larger ones do.
+ */
+export async function moveToExternalData(path: string): Promise<void> {
+  const model = decodeOnnxModel(await readFile(path));
+  const location = `${path.split(/[\\/]/).at(-1)}_data`;
+  const chunks: Uint8Array[] = [];
+  let offset = 0;
+  for (const tensor of model.graph?.initializer ?? []) {
+    const raw = tensor.rawData;
+    if (!raw || raw.length === 0) continue;
+    chunks.push(raw);
+    tensor.externalData = [
+      { key: 'location', value: location },
+      { key: 'offset', value: String(offset) },
+      { key: 'length', value: String(raw.length) },
+    ];
+    tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
+    tensor.rawData = new Uint8Array(0);
+    offset += raw.length;
+  }
+  await writeFile(`${path}_data`, Buffer.concat(chunks));
+  await writeFile(path, encodeOnnxModel(model));
+}
