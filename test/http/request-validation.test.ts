@@ -139,11 +139,7 @@ describe('OpenAI routes refuse what they would not honour, in OpenAI error bodie
     for (const [route, base, field, value] of [
       ['/v1/completions', completion, 'best_of', 2],
       ['/v1/completions', completion, 'echo', true],
-      ['/v1/completions', completion, 'logprobs', 1],
       ['/v1/completions', completion, 'suffix', '!'],
-      ['/v1/completions', completion, 'n', 2],
-      ['/v1/chat/completions', chat, 'logprobs', true],
-      ['/v1/chat/completions', chat, 'top_logprobs', 2],
       [
         '/v1/chat/completions',
         chat,

@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
 import { type ChatMessage, type GenerationParameters, KilnError, KilnErrorCode } from '@kiln/core';
-import type { GenerationChunk, GenerationJob, GenerationOutput } from '@kiln/batching';
+import type { GenerationChunk, GenerationJob, GenerationOutput, TopLogprob } from '@kiln/batching';
 import type { GenerationPool } from '@kiln/worker-pool';
 import { type BodyLimits, readBody } from '../http/read-body.js';
 import { type ServerContext, bodyLimits } from '../routes/server-context.js';
@@ -65,9 +65,36 @@ export async function readJsonObject(
 export type GenerationPrompt =
   string | { readonly messages: readonly ChatMessage[]; readonly tools?: readonly unknown[] };
 
+/** How many choices a request asks for, and what each token reports besides its text. */
+export interface ChoiceOptions {
+  /** Independent sequences for the one prompt, each a job of its own (1 by default). */
+  readonly n?: number;
+  readonly logprobs?: boolean;
+  /** How many of each step's most likely tokens to list (with `logprobs`). */
+  readonly topLogprobs?: number;
+}
+
+/** A generated token's own text, log-probability and the step's most likely tokens. */
+export interface TokenLogprobs {
+  readonly token: number;
+  readonly text: string;
+  readonly logprob: number;
+  readonly top: readonly TopLogprob[];
+}
+
+/** One choice's generation, with its tokens' log-probabilities when the request asked. */
+export interface ChoiceOutput extends GenerationOutput {
+  readonly index: number;
+  readonly logprobs?: readonly TokenLogprobs[];
+}
+
 export interface TextPiece {
   readonly text: string;
   readonly token: number;
+  /** The choice it belongs to (0 unless the request asked for several). */
+  readonly index: number;
+  /** Its token's, when the request asked (a piece may then have no text yet). */
+  readonly logprobs?: TokenLogprobs;
 }
 
 export interface StreamFormat {
@@ -75,6 +102,11 @@ export interface StreamFormat {
   piece(piece: TextPiece): string;
   end(result: GenerationOutput): string;
   error(error: KilnError): string;
+}
+
+/** A stream of several choices: the end comes once every one has ended. */
+export interface ChoicesStreamFormat extends Omit<StreamFormat, 'end'> {
+  end(results: readonly ChoiceOutput[]): string;
 }
 
 /**
@@ -110,6 +142,31 @@ export async function runGeneration(
   parameters: GenerationParameters,
   stream?: StreamFormat,
 ): Promise<GenerationOutput | undefined> {
+  const results = await runChoices(
+    ctx,
+    server,
+    model,
+    prompt,
+    parameters,
+    {},
+    stream && { ...stream, end: (all) => stream.end(all[0]!) },
+  );
+  return results?.[0];
+}
+
+/**
+ * `runGeneration` for `choices.n` independent sequences of one prompt (tokenized once), each
+ * a job of the pool's; a stream interleaves their pieces as they come, each naming its choice.
+ */
+export async function runChoices(
+  ctx: Context,
+  server: ServerContext,
+  model: GenerativeModel,
+  prompt: GenerationPrompt,
+  parameters: GenerationParameters,
+  choices: ChoiceOptions,
+  stream?: ChoicesStreamFormat,
+): Promise<readonly ChoiceOutput[] | undefined> {
   ctx.state.model = model.name;
   checkPromptSize(prompt, server.config.maxPromptBytes);
   const abort = new AbortController();
@@ -121,7 +178,7 @@ export async function runGeneration(
   let sink: ((piece: TextPiece) => void | Promise<void>) | undefined = undefined;
   let firstText: () => void = () => undefined;
   const first = new Promise<void>((resolve) => (firstText = resolve));
-  const result = submitGeneration(model.pool, prompt, parameters, {
+  const result = submitChoices(model.pool, prompt, parameters, choices, {
     signal: abort.signal,
     onText: (piece) => {
       if (sink) return sink(piece);
@@ -130,9 +187,10 @@ export async function runGeneration(
         firstText();
       }
     },
-  }).then((r) => {
-    server.models.generationMetrics.record(model.name, r.timeToFirstTokenMs, r.interTokenMs);
-    return r;
+  }).then((all) => {
+    for (const r of all)
+      server.models.generationMetrics.record(model.name, r.timeToFirstTokenMs, r.interTokenMs);
+    return all;
   });
   if (!stream) {
     try {
@@ -175,30 +233,68 @@ export async function runGeneration(
 
 /**
  * Tokenizes a prompt (a chat through the model's template) and submits it to a generation
- * pool; `onText` gets each piece of text as soon as it may be shown (a promise it returns
- * holds the job's next step).
+ * pool, once per choice; `onText` gets each piece of text as soon as it may be shown (a
+ * promise it returns holds that choice's next step). A seeded request seeds choice i with
+ * seed + i: its choices differ from each other and repeat from request to request.
  */
-async function submitGeneration(
+async function submitChoices(
   pool: GenerationPool,
   prompt: GenerationPrompt,
   parameters: GenerationParameters,
+  choices: ChoiceOptions,
   options: { signal: AbortSignal; onText: (piece: TextPiece) => void | Promise<void> },
-): Promise<GenerationOutput> {
+): Promise<ChoiceOutput[]> {
   const promptTokens = await (typeof prompt === 'string'
     ? pool.encode(prompt)
     : pool.encodeChat(prompt.messages, prompt.tools));
   options.signal.throwIfAborted();
-  const job: GenerationJob = {
-    promptTokens,
-    maxNewTokens: parameters.maxNewTokens,
-    sampling: parameters,
-    stop: parameters.stop,
-  };
-  return pool.submit(job, {
-    signal: options.signal,
-    onChunk: (chunk) => {
-      const { text, token } = chunk as GenerationChunk;
-      if (text) return options.onText({ text, token });
-    },
-  }).result;
+  // One choice failing ends the others: the request fails as a whole.
+  const abort = new AbortController();
+  const cancel = () => abort.abort();
+  options.signal.addEventListener('abort', cancel, { once: true });
+  const { seed } = parameters;
+  const runs = Array.from({ length: choices.n ?? 1 }, (_, index) => {
+    const logprobs: TokenLogprobs[] = [];
+    const job: GenerationJob = {
+      promptTokens,
+      maxNewTokens: parameters.maxNewTokens,
+      sampling: seed === undefined ? parameters : { ...parameters, seed: seed + index },
+      stop: parameters.stop,
+      ...(choices.logprobs ? { logprobs: true, topLogprobs: choices.topLogprobs ?? 0 } : {}),
+    };
+    const handle = pool.submit(job, {
+      signal: abort.signal,
+      onChunk: (chunk) => {
+        const {
+          text,
+          token,
+          index: at,
+          logprob,
+          tokenText,
+          topLogprobs,
+        } = chunk as GenerationChunk;
+        // A chunk repeating the last token (text held for a stop string) adds no token.
+        const entry =
+          logprob !== undefined && at === logprobs.length
+            ? { token, text: tokenText ?? '', logprob, top: topLogprobs ?? [] }
+            : undefined;
+        if (entry) logprobs.push(entry);
+        if (text || entry)
+          return options.onText({ text, token, index, ...(entry ? { logprobs: entry } : {}) });
+      },
+    });
+    return handle.result.then((output): ChoiceOutput => ({
+      ...output,
+      index,
+      ...(choices.logprobs ? { logprobs } : {}),
+    }));
+  });
+  try {
+    return await Promise.all(runs);
+  } catch (error) {
+    abort.abort();
+    throw error;
+  } finally {
+    options.signal.removeEventListener('abort', cancel);
+  }
 }

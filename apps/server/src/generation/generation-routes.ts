@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
 import type { Context } from 'koa';
 import { type ChatMessage, KilnError, KilnErrorCode, parseGenerationParameters } from '@kiln/core';
-import type { FinishReason, GenerationOutput } from '@kiln/batching';
+import type { GenerationOutput } from '@kiln/batching';
 import { openAiFieldError, openAiStreamError } from '../http/openai-error.js';
 import type { ModelEntry } from '../models/model-entry.js';
 import type { ServerContext } from '../routes/server-context.js';
@@ -11,16 +11,20 @@ import {
   type GenerativeModel,
   readJsonObject,
   requireGenerativeModel,
+  runChoices,
   runGeneration,
 } from './generation-request.js';
-import { checkOpenAiRequest, inOpenAiTerms, openAiParameters } from './openai-request.js';
+import { openAiAnswer, openAiStream } from './openai-choices.js';
+import {
+  checkOpenAiRequest,
+  inOpenAiTerms,
+  openAiChoices,
+  openAiParameters,
+} from './openai-request.js';
 
 const sse = (data: unknown) => `data: ${JSON.stringify(data)}\n\n`;
 const line = (data: unknown) => `${JSON.stringify(data)}\n`;
 const errorBody = (error: KilnError) => ({ error: { code: error.code, message: error.message } });
-
-/** OpenAI's finish reasons: an end-of-sequence token or a stop string are both 'stop'. */
-const openAiFinish = (reason: FinishReason) => (reason === 'length' ? 'length' : 'stop');
 
 function text(body: Record<string, unknown>, key: string): string {
   const value = body[key];
@@ -134,16 +138,19 @@ export function generationRoutes(server: ServerContext): Router {
   router.get('/v1/models', (ctx) => {
     ctx.body = {
       object: 'list',
-      data: server.models
-        .list()
-        .filter(generatesText)
-        .map((e) => ({
-          id: e.name,
-          object: 'model',
-          created: Math.floor(e.registeredAt.getTime() / 1000),
-          owned_by: 'kiln',
-        })),
+      data: server.models.list().filter(generatesText).map(openAiModelOf),
     };
+  });
+  router.get('/v1/models/:model', (ctx) => {
+    ctx.state.errorStyle = 'openai';
+    const name = ctx.params.model!;
+    const entry = server.models.list().find((e) => e.name === name && generatesText(e));
+    if (!entry)
+      throw new KilnError(
+        KilnErrorCode.ModelNotFound,
+        `The model '${name}' does not exist or does not generate text.`,
+      );
+    ctx.body = openAiModelOf(entry);
   });
 
   const errorOptions = {
@@ -162,60 +169,25 @@ export function generationRoutes(server: ServerContext): Router {
     const object = chat ? 'chat.completion' : 'text_completion';
     const head = { id, object, created, model: model.name };
     const chunkHead = { ...head, object: chat ? 'chat.completion.chunk' : 'text_completion' };
-    let firstChunk = true;
-    const result = await runGeneration(
+    const includeUsage = (body.stream_options as { include_usage?: unknown } | undefined)
+      ?.include_usage;
+    const results = await runChoices(
       ctx,
       server,
       model,
       prompt,
       parameters,
+      openAiChoices(body, chat ? 'chat' : 'completions'),
       body.stream === true
-        ? {
-            contentType: 'text/event-stream',
-            piece: (p) => {
-              const choice = chat
-                ? {
-                    index: 0,
-                    delta: firstChunk
-                      ? { role: 'assistant', content: p.text }
-                      : { content: p.text },
-                    finish_reason: null,
-                  }
-                : { index: 0, text: p.text, logprobs: null, finish_reason: null };
-              firstChunk = false;
-              return sse({ ...chunkHead, choices: [choice] });
-            },
-            end: (r) => {
-              const choice = chat
-                ? { index: 0, delta: {}, finish_reason: openAiFinish(r.finishReason) }
-                : {
-                    index: 0,
-                    text: '',
-                    logprobs: null,
-                    finish_reason: openAiFinish(r.finishReason),
-                  };
-              return `${sse({ ...chunkHead, choices: [choice], usage: usage(r) })}data: [DONE]\n\n`;
-            },
-            error: (e) => {
-              const error = inOpenAiTerms(e, body) as KilnError;
-              return `${sse(openAiStreamError(error, errorOptions))}data: [DONE]\n\n`;
-            },
-          }
+        ? openAiStream(chat, chunkHead, includeUsage === true, (e) => {
+            const error = inOpenAiTerms(e, body) as KilnError;
+            return `${sse(openAiStreamError(error, errorOptions))}data: [DONE]\n\n`;
+          })
         : undefined,
     ).catch((error: unknown) => {
       throw inOpenAiTerms(error, body);
     });
-    if (!result) return;
-    const finish_reason = openAiFinish(result.finishReason);
-    ctx.body = {
-      ...head,
-      choices: [
-        chat
-          ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason }
-          : { index: 0, text: result.text, logprobs: null, finish_reason },
-      ],
-      usage: usage(result),
-    };
+    if (results) ctx.body = openAiAnswer(chat, head, results);
   };
   router.post('/v1/completions', (ctx) => openAi(ctx, false));
   router.post('/v1/chat/completions', (ctx) => openAi(ctx, true));
@@ -230,11 +202,13 @@ function details(r: GenerationOutput) {
   };
 }
 
-function usage(r: GenerationOutput) {
+/** A text-generation model as OpenAI's model objects describe one. */
+function openAiModelOf(entry: ModelEntry) {
   return {
-    prompt_tokens: r.promptTokens,
-    completion_tokens: r.tokens.length,
-    total_tokens: r.promptTokens + r.tokens.length,
+    id: entry.name,
+    object: 'model',
+    created: Math.floor(entry.registeredAt.getTime() / 1000),
+    owned_by: 'kiln',
   };
 }
 

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import { openAiErrorBody } from '../http/openai-error.js';
-import { checkOpenAiRequest, inOpenAiTerms, openAiParameters } from './openai-request.js';
+import {
+  checkOpenAiRequest,
+  inOpenAiTerms,
+  openAiChoices,
+  openAiParameters,
+} from './openai-request.js';
 
 const completion = { model: 'gpt', prompt: 'Hello' };
 const chat = { model: 'gpt', messages: [{ role: 'user', content: 'Hi' }] };
@@ -46,9 +51,6 @@ describe('checkOpenAiRequest', () => {
     ['completions', 'best_of', 2, 1],
     ['completions', 'echo', true, false],
     ['completions', 'suffix', 'end', ''],
-    ['completions', 'logprobs', 0, null],
-    ['chat', 'logprobs', true, false],
-    ['chat', 'top_logprobs', 0, null],
     ['chat', 'presence_penalty', -1, 0],
     ['chat', 'frequency_penalty', 1, 0],
     ['chat', 'logit_bias', { '1': 5 }, {}],
@@ -89,7 +91,9 @@ describe('checkOpenAiRequest', () => {
     ['stop', { a: 1 }, 'invalid_type'],
     ['stream', 'true', 'invalid_type'],
     ['n', 0, 'invalid_value'],
-    ['n', 3, 'unsupported_parameter'],
+    ['n', 129, 'invalid_value'],
+    ['logprobs', true, 'invalid_type'],
+    ['logprobs', 6, 'invalid_value'],
     ['model', ['gpt'], 'invalid_type'],
     ['prompt', 5, 'invalid_type'],
     ['prompt', ['a', 'b'], 'unsupported_parameter'],
@@ -160,6 +164,38 @@ describe('checkOpenAiRequest', () => {
     expect(refusal({ model: 'gpt' }, 'completions')).toMatchObject({
       param: 'prompt',
       code: 'missing_required_parameter',
+    });
+  });
+});
+
+describe('openAiChoices', () => {
+  it('reads n and each route’s way of asking for log-probabilities', () => {
+    const top = { ...chat, n: 3, logprobs: true, top_logprobs: 20 };
+    checkOpenAiRequest(top, 'chat');
+    expect(openAiChoices(top, 'chat')).toEqual({ n: 3, logprobs: true, topLogprobs: 20 });
+    expect(openAiChoices({ ...chat, logprobs: false }, 'chat')).toEqual({ n: 1 });
+    const legacy = { ...completion, logprobs: 0 };
+    checkOpenAiRequest(legacy, 'completions');
+    expect(openAiChoices(legacy, 'completions')).toEqual({ n: 1, logprobs: true, topLogprobs: 0 });
+    expect(openAiChoices(completion, 'completions')).toEqual({ n: 1 });
+  });
+
+  it('refuses what OpenAI refuses: chat logprobs not a boolean, top_logprobs without them', () => {
+    expect(refusal({ ...chat, logprobs: 2 }, 'chat')).toMatchObject({
+      param: 'logprobs',
+      code: 'invalid_type',
+    });
+    expect(refusal({ ...chat, top_logprobs: 21, logprobs: true }, 'chat')).toMatchObject({
+      param: 'top_logprobs',
+      code: 'invalid_value',
+    });
+    expect(refusal({ ...chat, top_logprobs: 2 }, 'chat')).toMatchObject({
+      param: 'top_logprobs',
+      code: 'invalid_value',
+    });
+    expect(refusal({ ...completion, top_logprobs: 2 }, 'completions')).toMatchObject({
+      param: 'top_logprobs',
+      code: 'unknown_parameter',
     });
   });
 });

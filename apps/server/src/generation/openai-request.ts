@@ -3,9 +3,11 @@ import {
   type GenerationParameters,
   KilnError,
   KilnErrorCode,
+  MAX_TOP_LOGPROBS,
   parseGenerationParameters,
 } from '@kiln/core';
 import { openAiFieldError } from '../http/openai-error.js';
+import type { ChoiceOptions } from './generation-request.js';
 
 /** The two OpenAI routes Kiln serves. */
 export type OpenAiEndpoint = 'completions' | 'chat';
@@ -15,7 +17,7 @@ interface FieldRule {
   /** The endpoints whose request defines the field: OpenAI's, plus vLLM's extras Kiln serves. */
   readonly on: readonly OpenAiEndpoint[];
   /** Checks a value Kiln acts on (not null); throws a 400 naming the field. */
-  readonly check?: (value: unknown, name: string) => void;
+  readonly check?: (value: unknown, name: string, endpoint: OpenAiEndpoint) => void;
   /**
    * For a field Kiln does not implement: whether the value asks for nothing (it equals what
    * leaving the field out means), so that a client sending its defaults is still served.
@@ -26,6 +28,10 @@ interface FieldRule {
 const BOTH: readonly OpenAiEndpoint[] = ['completions', 'chat'];
 const COMPLETIONS: readonly OpenAiEndpoint[] = ['completions'];
 const CHAT: readonly OpenAiEndpoint[] = ['chat'];
+
+/** OpenAI's bounds: choices per request, and the legacy completions' `logprobs`. */
+const MAX_CHOICES = 128;
+const MAX_COMPLETION_LOGPROBS = 5;
 
 /** What a value is, in the words of OpenAI's type errors. */
 function kind(value: unknown): string {
@@ -88,7 +94,7 @@ function stop(value: unknown, name: string): void {
 function streamOptions(value: unknown, name: string): void {
   if (!isObject(value)) throw invalidType(name, 'an object', value);
   for (const [key, option] of Object.entries(value)) {
-    // Kiln's last chunk always carries usage; it does not pad chunks (obfuscation).
+    // include_usage adds a last chunk of usage; Kiln does not pad chunks (obfuscation).
     if (key === 'include_usage' || key === 'include_obfuscation') boolean(option, `${name}.${key}`);
     else throw unknown(`${name}.${key}`);
   }
@@ -158,13 +164,10 @@ const FIELDS: Readonly<Record<string, FieldRule>> = {
   // 0 asks for greedy decoding.
   temperature: { on: BOTH, check: number('a number >= 0', (n) => n >= 0) },
   top_p: { on: BOTH, check: number('a number in (0, 1]', (n) => n > 0 && n <= 1) },
+  // Each choice is a job of its own; OpenAI's bound.
   n: {
     on: BOTH,
-    check: (value, name) => {
-      integer('an integer >= 1', (n) => n >= 1)(value, name);
-      if (value !== 1)
-        throw unsupported(name, `'${name}' above 1 is not supported: send one request per choice.`);
-    },
+    check: integer(`an integer in [1, ${MAX_CHOICES}]`, (n) => n >= 1 && n <= MAX_CHOICES),
   },
   stream: { on: BOTH, check: boolean },
   stream_options: { on: BOTH, check: streamOptions },
@@ -181,8 +184,24 @@ const FIELDS: Readonly<Record<string, FieldRule>> = {
   best_of: { on: COMPLETIONS, unsupportedUnless: (v) => absent(v) || v === 1 },
   echo: { on: COMPLETIONS, unsupportedUnless: (v) => absent(v) || v === false },
   suffix: { on: COMPLETIONS, unsupportedUnless: (v) => absent(v) || v === '' },
-  logprobs: { on: BOTH, unsupportedUnless: (v) => absent(v) || v === false },
-  top_logprobs: { on: CHAT, unsupportedUnless: absent },
+  // Chat asks with true (and top_logprobs); completions with how many of the most likely.
+  logprobs: {
+    on: BOTH,
+    check: (value, name, endpoint) =>
+      endpoint === 'chat'
+        ? boolean(value, name)
+        : integer(
+            `an integer in [0, ${MAX_COMPLETION_LOGPROBS}]`,
+            (n) => n >= 0 && n <= MAX_COMPLETION_LOGPROBS,
+          )(value, name),
+  },
+  top_logprobs: {
+    on: CHAT,
+    check: integer(
+      `an integer in [0, ${MAX_TOP_LOGPROBS}]`,
+      (n) => n >= 0 && n <= MAX_TOP_LOGPROBS,
+    ),
+  },
   presence_penalty: { on: BOTH, unsupportedUnless: (v) => absent(v) || v === 0 },
   frequency_penalty: { on: BOTH, unsupportedUnless: (v) => absent(v) || v === 0 },
   logit_bias: {
@@ -233,16 +252,45 @@ export function checkOpenAiRequest(body: Record<string, unknown>, endpoint: Open
     if (!rule?.on.includes(endpoint)) throw unknown(name);
     if (rule.unsupportedUnless) {
       if (!rule.unsupportedUnless(value)) throw unsupported(name);
-    } else if (!absent(value)) rule.check?.(value, name);
+    } else if (!absent(value)) rule.check?.(value, name, endpoint);
   }
   const required = endpoint === 'chat' ? 'messages' : 'prompt';
   if (absent(body[required])) throw missing(required);
+  if (!absent(body.top_logprobs) && body.top_logprobs !== 0 && body.logprobs !== true)
+    throw openAiFieldError(
+      'top_logprobs',
+      'invalid_value',
+      "Invalid value for 'top_logprobs': 'logprobs' must be true when 'top_logprobs' is used.",
+    );
   if (!absent(body.stream_options) && body.stream !== true)
     throw openAiFieldError(
       'stream_options',
       'invalid_value',
       "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
     );
+}
+
+/**
+ * The choices an OpenAI request (checked by `checkOpenAiRequest`) asks for: `n`, and the
+ * log-probabilities of chat's `logprobs: true` and `top_logprobs`, or of the legacy
+ * completions' `logprobs: k` (the chosen token's and the k most likely).
+ */
+export function openAiChoices(
+  body: Record<string, unknown>,
+  endpoint: OpenAiEndpoint,
+): ChoiceOptions {
+  const n = typeof body.n === 'number' ? body.n : 1;
+  if (endpoint === 'chat')
+    return body.logprobs === true
+      ? {
+          n,
+          logprobs: true,
+          topLogprobs: typeof body.top_logprobs === 'number' ? body.top_logprobs : 0,
+        }
+      : { n };
+  return typeof body.logprobs === 'number'
+    ? { n, logprobs: true, topLogprobs: body.logprobs }
+    : { n };
 }
 
 /** The field a request's token budget came in, for errors that concern it. */
