@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultCharVocab, gptDecoderModel } from '@kiln/model-tools';
 import { loadTextTokenizer, logSoftmaxAt } from '@kiln/core';
 import { loadOrtStepDecoder } from '@kiln/engine-onnxruntime';
-import { type TestServer, startTestServer, tempDir } from '../support/server-harness.js';
+import { type TestServer, sleep, startTestServer, tempDir } from '../support/server-harness.js';
 
 let t: TestServer;
 let root: string;
@@ -173,6 +173,23 @@ describe('OpenAI parity with the official openai client', () => {
     expect(roles).toEqual(['assistant', 'assistant']);
     // Without include_usage, no usage chunk: the last one ends a choice.
     expect(last?.choices[0]?.finish_reason).toBe('length');
+  });
+
+  it('frees every choice’s slot when the client of a stream of n goes away', async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${t.inference}/v1/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt', prompt: 'a', max_tokens: 120, n: 3, stream: true }),
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    await reader.read();
+    const pool = t.server.models.generationPool('gpt', undefined);
+    expect(pool.generation().active).toBeGreaterThan(0);
+    controller.abort();
+    for (let i = 0; i < 200 && pool.generation().active > 0; i++) await sleep(10);
+    expect(pool.generation()).toMatchObject({ active: 0, waiting: 0, cacheTokensReserved: 0 });
   });
 
   it('gives legacy completions logprobs equal to the model’s log-softmax, top k included', async () => {
