@@ -106,8 +106,13 @@ export interface StreamFormat {
 
 /** A stream of several choices: the end comes once every one has ended. */
 export interface ChoicesStreamFormat extends Omit<StreamFormat, 'end'> {
+  /** What follows a choice's last piece as soon as that choice ends, when anything does. */
+  choiceEnd?(result: ChoiceOutput): string;
   end(results: readonly ChoiceOutput[]): string;
 }
+
+/** What a stream writes, in order: pieces, and the end of each choice. */
+type StreamEvent = { readonly piece: TextPiece } | { readonly ended: ChoiceOutput };
 
 /**
  * Refuses a prompt longer than max_prompt_bytes before any work on it: tokenizing takes time
@@ -174,18 +179,23 @@ export async function runChoices(
     if (!ctx.res.writableFinished) abort.abort();
   };
   ctx.res.once('close', onClose);
-  const early: TextPiece[] = [];
-  let sink: ((piece: TextPiece) => void | Promise<void>) | undefined = undefined;
+  const early: StreamEvent[] = [];
+  let sink: ((event: StreamEvent) => void | Promise<void>) | undefined = undefined;
   let firstText: () => void = () => undefined;
   const first = new Promise<void>((resolve) => (firstText = resolve));
   const result = submitChoices(model.pool, prompt, parameters, choices, {
     signal: abort.signal,
     onText: (piece) => {
-      if (sink) return sink(piece);
+      if (sink) return sink({ piece });
       if (stream) {
-        early.push(piece);
+        early.push({ piece });
         firstText();
       }
+    },
+    onEnd: (ended) => {
+      if (!stream?.choiceEnd) return;
+      if (sink) void sink({ ended });
+      else early.push({ ended });
     },
   }).then((all) => {
     for (const r of all)
@@ -211,15 +221,16 @@ export async function runChoices(
   ctx.set('Cache-Control', 'no-cache');
   ctx.set('X-Accel-Buffering', 'no');
   ctx.body = out;
-  const write = (piece: TextPiece): void | Promise<void> => {
-    if (out.writableEnded || out.write(stream.piece(piece))) return;
+  const write = (event: StreamEvent): void | Promise<void> => {
+    const text = 'piece' in event ? stream.piece(event.piece) : stream.choiceEnd!(event.ended);
+    if (out.writableEnded || out.write(text)) return;
     // The client's socket is full: this job's next step waits for it to drain (or go away).
     return new Promise((resolve) => {
       out.once('drain', resolve);
       ctx.res.once('close', resolve);
     });
   };
-  for (const piece of early) void write(piece);
+  for (const event of early) void write(event);
   sink = write;
   result
     .then(
@@ -242,7 +253,12 @@ async function submitChoices(
   prompt: GenerationPrompt,
   parameters: GenerationParameters,
   choices: ChoiceOptions,
-  options: { signal: AbortSignal; onText: (piece: TextPiece) => void | Promise<void> },
+  options: {
+    signal: AbortSignal;
+    onText: (piece: TextPiece) => void | Promise<void>;
+    /** Each choice's result as soon as it ends, after its last piece. */
+    onEnd?: (result: ChoiceOutput) => void;
+  },
 ): Promise<ChoiceOutput[]> {
   const promptTokens = await (typeof prompt === 'string'
     ? pool.encode(prompt)
@@ -283,11 +299,11 @@ async function submitChoices(
           return options.onText({ text, token, index, ...(entry ? { logprobs: entry } : {}) });
       },
     });
-    return handle.result.then((output): ChoiceOutput => ({
-      ...output,
-      index,
-      ...(choices.logprobs ? { logprobs } : {}),
-    }));
+    return handle.result.then((output) => {
+      const result: ChoiceOutput = { ...output, index, ...(choices.logprobs ? { logprobs } : {}) };
+      options.onEnd?.(result);
+      return result;
+    });
   });
   try {
     return await Promise.all(runs);

@@ -87,9 +87,9 @@ export function openAiAnswer(
 
 /**
  * OpenAI's server-sent events for the choices of one request: each piece a chunk naming its
- * choice (chat's first for each choice carries the assistant's role), then each choice's
- * finish reason, then — with `stream_options.include_usage` — a chunk of no choices and the
- * usage, then `[DONE]`. `error` ends a stream a failure cut short.
+ * choice (chat's first for each choice carries the assistant's role), each choice's finish
+ * reason as soon as it ends, then — with `stream_options.include_usage` — a chunk of no
+ * choices and the usage, then `[DONE]`. `error` ends a stream a failure cut short.
  */
 export function openAiStream(
   chat: boolean,
@@ -122,18 +122,16 @@ export function openAiStream(
   return {
     contentType: 'text/event-stream',
     piece: (p) => sse({ ...head, choices: [chat ? chatChoice(p) : completionChoice(p)] }),
+    choiceEnd: (r) => {
+      const finish_reason = openAiFinish(r.finishReason);
+      const choice = chat
+        ? { index: r.index, delta: {}, logprobs: null, finish_reason }
+        : { index: r.index, text: '', logprobs: null, finish_reason };
+      return sse({ ...head, choices: [choice] });
+    },
     end: (results) => {
-      const ends = results.map((r) => {
-        const finish_reason = openAiFinish(r.finishReason);
-        const choice = chat
-          ? { index: r.index, delta: {}, logprobs: null, finish_reason }
-          : { index: r.index, text: '', logprobs: null, finish_reason };
-        return sse({ ...head, choices: [choice] });
-      });
-      const usage = includeUsage
-        ? [sse({ ...head, choices: [], usage: openAiUsage(results) })]
-        : [];
-      return `${[...ends, ...usage].join('')}data: [DONE]\n\n`;
+      const usage = includeUsage ? sse({ ...head, choices: [], usage: openAiUsage(results) }) : '';
+      return `${usage}data: [DONE]\n\n`;
     },
     error,
   };
