@@ -149,7 +149,8 @@ async function startStepper(
     );
   }
   decoder.onLost?.(onLost);
-  return new SequenceStepper(decoder, tokenizer);
+  // Steps ahead while each answer crosses to the rolling loop: the crossing leaves the step.
+  return new SequenceStepper(decoder, tokenizer, { lookAhead: true });
 }
 
 /** Runs one step of a step worker; a failed step fails only its sequences (on the main side). */

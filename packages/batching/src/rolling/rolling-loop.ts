@@ -185,7 +185,7 @@ export class RollingLoop {
         continue;
       }
       const request: StepRequest = {
-        opens: this.unopened.splice(0).map(openOf),
+        opens: this.unopened.splice(0).map((sequence) => openOf(sequence, this.model)),
         entries,
         releases: this.releases.splice(0),
       };
@@ -413,12 +413,16 @@ export async function serveQueue(
 }
 
 /** How the runner starts a sequence: its sampling, and whether it reports log-probabilities. */
-function openOf({ seq, job }: Sequence): SequenceOpen {
+function openOf({ seq, job }: Sequence, model: StepModelInfo): SequenceOpen {
+  const { input } = job;
+  const ends = [model.eosTokenId, ...(input.eosTokenIds ?? [])];
   return {
     seq,
-    sampling: job.input.sampling,
-    logprobs: job.input.logprobs,
-    topLogprobs: job.input.topLogprobs,
+    sampling: input.sampling,
+    logprobs: input.logprobs,
+    topLogprobs: input.topLogprobs,
+    maxNewTokens: input.maxNewTokens,
+    endTokens: input.ignoreEos ? [] : ends.filter((t): t is number => t !== undefined),
   };
 }
 

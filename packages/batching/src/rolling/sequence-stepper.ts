@@ -2,6 +2,7 @@ import {
   KilnError,
   KilnErrorCode,
   type StepDecoder,
+  type StepOutput,
   type TextTokenizer,
   TokenSampler,
   TokenTextStream,
@@ -16,6 +17,7 @@ import type {
 } from './step-protocol.js';
 
 interface Sequence<S> {
+  readonly seq: number;
   readonly state: S;
   readonly sampler: TokenSampler;
   /** Every token fed so far (prompt and output): the repetition penalty's history. */
@@ -24,6 +26,41 @@ interface Sequence<S> {
   readonly logprobs: boolean;
   /** How many of each step's most likely tokens to list (with logprobs). */
   readonly topLogprobs: number;
+  /** When it surely ends (see SequenceOpen): no step is taken ahead past it. */
+  readonly maxNewTokens: number | undefined;
+  readonly endTokens: ReadonlySet<number>;
+  /** Tokens chosen so far, those chosen ahead included, and the last of them. */
+  generated: number;
+  last: number | undefined;
+  /** Its next step, taken ahead of the request for it (lookAhead). */
+  ahead: Ahead | undefined;
+}
+
+/** A step taken ahead for one sequence: the token it fed, and what it chose. */
+interface Ahead {
+  readonly fed: number;
+  readonly chosen: Chosen | undefined;
+  readonly error: unknown;
+  /** The whole look-ahead step's time on this thread. */
+  readonly ms: number;
+}
+
+interface Chosen {
+  readonly token: number;
+  readonly text: string;
+  readonly logprob: number | undefined;
+  readonly alternatives: TokenAlternatives | undefined;
+}
+
+export interface SequenceStepperOptions {
+  /**
+   * Take each decoding sequence's next step as soon as a step is answered, feeding the token
+   * it just chose, so the decoder works while the answer crosses to the rolling loop and its
+   * next request comes back; that request is then answered from what was computed ahead. A
+   * sequence the loop ends meanwhile (a stop string, a cancel) wastes that one step; none is
+   * taken past its max_new_tokens or its end tokens. For a stepper on a thread of its own.
+   */
+  readonly lookAhead?: boolean;
 }
 
 /**
@@ -33,10 +70,13 @@ interface Sequence<S> {
  */
 export class SequenceStepper<S = unknown> implements StepRunner {
   private readonly sequences = new Map<number, Sequence<S>>();
+  /** The look-ahead step under way, if any; settles without rejecting. */
+  private ahead: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly decoder: StepDecoder<S>,
     private readonly tokenizer?: TextTokenizer,
+    private readonly options: SequenceStepperOptions = {},
   ) {}
 
   get info(): StepModelInfo {
@@ -50,54 +90,129 @@ export class SequenceStepper<S = unknown> implements StepRunner {
 
   async step(request: StepRequest): Promise<StepReply> {
     const started = performance.now();
+    await this.ahead;
     for (const seq of request.releases) this.release(seq);
-    for (const { seq, sampling, logprobs, topLogprobs } of request.opens) {
-      this.sequences.set(seq, {
-        state: this.decoder.open({ sampling }),
-        sampler: new TokenSampler(sampling ?? {}),
+    for (const open of request.opens) {
+      this.sequences.set(open.seq, {
+        seq: open.seq,
+        state: this.decoder.open({ sampling: open.sampling }),
+        sampler: new TokenSampler(open.sampling ?? {}),
         history: [],
         text: this.tokenizer && new TokenTextStream(this.tokenizer),
-        logprobs: logprobs ?? false,
-        topLogprobs: topLogprobs ?? 0,
+        logprobs: open.logprobs ?? false,
+        topLogprobs: open.topLogprobs ?? 0,
+        maxNewTokens: open.maxNewTokens,
+        endTokens: new Set(open.endTokens ?? []),
+        generated: 0,
+        last: undefined,
+        ahead: undefined,
       });
     }
     const fed = request.entries.map((entry) => {
       const sequence = this.sequences.get(entry.seq);
       if (!sequence)
         throw new KilnError(KilnErrorCode.Internal, `sequence ${entry.seq} is not open`);
-      sequence.history.push(...entry.tokens);
       return sequence;
     });
-    const outputs =
-      fed.length === 0
-        ? []
-        : await this.decoder.step(
-            fed.map((s, i) => ({ state: s.state, tokens: request.entries[i]!.tokens })),
-          );
-    const sampled = request.entries.filter((e) => e.sample).length;
-    const tokens = new Int32Array(sampled);
+    // Entries whose step was taken ahead are answered from it; the others run now.
+    const chosen: (Chosen | undefined)[] = new Array(fed.length);
+    const now: number[] = [];
+    let aheadMs = 0;
+    request.entries.forEach((entry, i) => {
+      const sequence = fed[i]!;
+      const ahead = sequence.ahead;
+      sequence.ahead = undefined;
+      if (!ahead) {
+        sequence.history.push(...entry.tokens);
+        now.push(i);
+        return;
+      }
+      if (!entry.sample || entry.tokens.length !== 1 || entry.tokens[0] !== ahead.fed)
+        throw new KilnError(KilnErrorCode.Internal, `sequence ${entry.seq} was fed out of turn`);
+      if (ahead.error !== undefined) throw ahead.error;
+      chosen[i] = ahead.chosen;
+      aheadMs = Math.max(aheadMs, ahead.ms);
+    });
+    if (now.length > 0) {
+      const outputs = await this.decoder.step(
+        now.map((i) => ({ state: fed[i]!.state, tokens: request.entries[i]!.tokens })),
+      );
+      now.forEach((i, j) => {
+        if (request.entries[i]!.sample) chosen[i] = this.choose(fed[i]!, outputs[j]!);
+      });
+    }
+    const sampled = request.entries.flatMap((entry, i) => (entry.sample ? [i] : []));
+    const tokens = new Int32Array(sampled.length);
     const texts: string[] = [];
-    const logprobs = fed.some((s, i) => s.logprobs && request.entries[i]!.sample)
-      ? new Float64Array(sampled).fill(NaN)
+    const logprobs = sampled.some((i) => fed[i]!.logprobs)
+      ? new Float64Array(sampled.length).fill(NaN)
       : undefined;
     const alternatives: (TokenAlternatives | undefined)[] | undefined = logprobs && [];
-    let k = 0;
-    request.entries.forEach((entry, i) => {
-      if (!entry.sample) return;
-      const sequence = fed[i]!;
-      const output = outputs[i]!;
-      // A decoder that chose the token itself gives no logits: no log-probability either.
-      const token =
-        typeof output === 'number' ? output : sequence.sampler.next(output, sequence.history);
-      tokens[k] = token;
-      texts.push(sequence.text?.push(token) ?? '');
-      if (logprobs && sequence.logprobs && typeof output !== 'number') {
-        logprobs[k] = logSoftmaxAt(output, token);
-        alternatives![k] = this.alternatives(output, token, sequence.topLogprobs);
+    sampled.forEach((i, k) => {
+      const choice = chosen[i]!;
+      tokens[k] = choice.token;
+      texts.push(choice.text);
+      if (logprobs && choice.logprob !== undefined) {
+        logprobs[k] = choice.logprob;
+        alternatives![k] = choice.alternatives;
       }
-      k++;
     });
-    return { tokens, texts, logprobs, alternatives, hostMs: performance.now() - started };
+    if (this.options.lookAhead) this.stepAhead(sampled.map((i) => fed[i]!));
+    // A step answered from one taken ahead counts that step's time as its own.
+    return { tokens, texts, logprobs, alternatives, hostMs: performance.now() - started + aheadMs };
+  }
+
+  /** Samples a sequence's next token from its logits (or takes the one its decoder chose). */
+  private choose(sequence: Sequence<S>, output: StepOutput): Chosen {
+    // A decoder that chose the token itself gives no logits: no log-probability either.
+    const token =
+      typeof output === 'number' ? output : sequence.sampler.next(output, sequence.history);
+    sequence.generated++;
+    sequence.last = token;
+    const asked = sequence.logprobs && typeof output !== 'number';
+    return {
+      token,
+      text: sequence.text?.push(token) ?? '',
+      logprob: asked ? logSoftmaxAt(output, token) : undefined,
+      alternatives: asked ? this.alternatives(output, token, sequence.topLogprobs) : undefined,
+    };
+  }
+
+  /**
+   * Once this step's answer is on its way, takes the next step of the sequences that just
+   * chose a token and surely go on, each fed that token.
+   */
+  private stepAhead(sequences: Sequence<S>[]): void {
+    const next = sequences.flatMap((sequence) => {
+      const last = sequence.last;
+      if (last === undefined || sequence.endTokens.has(last)) return [];
+      if (sequence.maxNewTokens !== undefined && sequence.generated >= sequence.maxNewTokens)
+        return [];
+      return [{ sequence, fed: last }];
+    });
+    if (next.length === 0) return;
+    this.ahead = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
+      // Released (ended by the loop) before the step could start: nothing to take.
+      const live = next.filter(({ sequence }) => this.sequences.get(sequence.seq) === sequence);
+      if (live.length === 0) return;
+      const started = performance.now();
+      for (const { sequence, fed } of live) sequence.history.push(fed);
+      try {
+        const outputs = await this.decoder.step(
+          live.map(({ sequence, fed }) => ({ state: sequence.state, tokens: [fed] })),
+        );
+        const chosen = live.map(({ sequence }, j) => this.choose(sequence, outputs[j]!));
+        const ms = performance.now() - started;
+        live.forEach(({ sequence, fed }, j) => {
+          sequence.ahead = { fed, chosen: chosen[j], error: undefined, ms };
+        });
+      } catch (error) {
+        // The request for these steps fails as the step itself would have.
+        const ms = performance.now() - started;
+        for (const { sequence, fed } of live)
+          sequence.ahead = { fed, chosen: undefined, error, ms };
+      }
+    });
   }
 
   /** A token's own text and the step's `k` most likely tokens, with theirs (never the logits). */
@@ -111,6 +226,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
 
   /** Frees every sequence and the decoder. */
   async close(): Promise<void> {
+    await this.ahead;
     for (const seq of [...this.sequences.keys()]) this.release(seq);
     await this.decoder.close?.();
   }
