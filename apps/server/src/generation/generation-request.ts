@@ -289,6 +289,13 @@ async function submitChoices(
           tokenText,
           topLogprobs,
         } = chunk as GenerationChunk;
+        // A step handler that chose the token itself gave no logits to tell its probability.
+        const noLogprob = logprob === undefined || Number.isNaN(logprob);
+        if (choices.logprobs && at === logprobs.length && noLogprob)
+          throw new KilnError(
+            KilnErrorCode.InvalidInput,
+            'this model chooses its tokens in its own step handler and gives no log-probabilities',
+          );
         // A chunk repeating the last token (text held for a stop string) adds no token.
         const entry =
           logprob !== undefined && at === logprobs.length
