@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """A Llama-style decoder with seeded random weights, exported to ONNX in Hugging Face
 Optimum's layout and folder as transformers.js reads it (config.json,
-generation_config.json, onnx/model.onnx), plus torch's own greedy tokens for given prompts.
+generation_config.json, onnx/model.onnx; llama-decoder.ts moves the weights to external
+data on request), plus torch's own greedy tokens for given prompts.
 
 Llama's parts: RMSNorm, rotary positions from position_ids, grouped-query attention (fewer
 key/value heads than query heads), a SwiGLU MLP, a tied or untied LM head. Plain torch, no
 transformers.
 
 Usage: llama_decoder.py --out DIR [--layers 2 --hidden 64 --heads 4 --kv-heads 2
-  --vocab 256 --max-len 128 --seed 0 --tied --external-data]
+  --vocab 256 --max-len 128 --seed 0 --tied --merged-inputs]
   [--greedy '[[1,2,3],[4]]' --greedy-tokens 8]
 Prints one JSON line: {"greedy": [[...], ...]} (new token ids per prompt).
 """
@@ -137,6 +138,24 @@ class LlamaDecoder(nn.Module):
         return (self.lm_head(self.norm(x)), *presents)
 
 
+class WithMergedInputs(nn.Module):
+    """Takes the inputs newer exports add: `use_cache_branch` (Optimum's merged decoder picks
+    its branch by it; both give the same logits here) and `num_logits_to_keep` (logits of
+    only the last that many positions)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, attention_mask, position_ids, *rest):
+        *pasts, use_cache_branch, num_logits_to_keep = rest
+        logits, *presents = self.model(input_ids, attention_mask, position_ids, *pasts)
+        length = input_ids.shape[1]
+        kept = torch.arange(num_logits_to_keep) + (length - num_logits_to_keep)
+        logits = logits.index_select(1, kept) + use_cache_branch.float().sum() * 0
+        return (logits, *presents)
+
+
 def empty_pasts(a, batch):
     d = a.hidden // a.heads
     return [torch.zeros(batch, a.kv_heads, 0, d) for _ in range(2 * a.layers)]
@@ -185,37 +204,24 @@ def export(model, a):
         axes[name] = {0: "batch_size", 2: "past_sequence_length"}
     for name in present_names:
         axes[name] = {0: "batch_size", 2: "total_sequence_length"}
+    inputs = (ids, mask, positions, *pasts)
+    input_names = ["input_ids", "attention_mask", "position_ids", *past_names]
+    if a.merged_inputs:
+        model = WithMergedInputs(model)
+        inputs += (torch.tensor([True]), torch.tensor(length))
+        input_names += ["use_cache_branch", "num_logits_to_keep"]
     path = os.path.join(onnx_dir, "model.onnx")
     with torch.no_grad():
         torch.onnx.export(
             model,
-            (ids, mask, positions, *pasts),
+            inputs,
             path,
-            input_names=["input_ids", "attention_mask", "position_ids", *past_names],
+            input_names=input_names,
             output_names=["logits", *present_names],
             dynamic_axes=axes,
             opset_version=14,
             do_constant_folding=True,
         )
-    if a.external_data:
-        move_to_external_data(path)
-
-
-def move_to_external_data(path):
-    """Re-saves the model with its weights in model.onnx_data (needs the onnx module)."""
-    try:
-        import onnx
-    except ImportError:
-        sys.exit("--external-data needs the onnx Python module (apt-get install python3-onnx)")
-    model = onnx.load(path)
-    onnx.save_model(
-        model,
-        path,
-        save_as_external_data=True,
-        all_tensors_to_one_file=True,
-        location=os.path.basename(path) + "_data",
-        size_threshold=0,
-    )
 
 
 def write_configs(a):
@@ -257,7 +263,7 @@ def main():
     p.add_argument("--bos", type=int, default=1)
     p.add_argument("--eos", type=int, default=0)
     p.add_argument("--tied", action="store_true")
-    p.add_argument("--external-data", action="store_true")
+    p.add_argument("--merged-inputs", action="store_true", help="add use_cache_branch, num_logits_to_keep")
     p.add_argument("--greedy", default="[]", help="JSON list of prompts (token id lists)")
     p.add_argument("--greedy-tokens", type=int, default=8)
     a = p.parse_args()
@@ -267,11 +273,15 @@ def main():
     torch.set_num_threads(1)
     model = LlamaDecoder(a).eval()
     with torch.no_grad():
-        # Spread the embeddings and norms, so that greedy choices do not hinge on rounding.
+        # Wide weights: attention then sways each choice (with torch's default ones the
+        # current token alone decides it, whatever the positions), and greedy choices stand
+        # apart by more than rounding.
         model.embed_tokens.weight.normal_(0, 1)
         for module in model.modules():
             if isinstance(module, RMSNorm):
                 module.weight.uniform_(0.5, 1.5)
+            elif isinstance(module, nn.Linear) and module.weight is not model.embed_tokens.weight:
+                module.weight.normal_(0, 2 / math.sqrt(module.weight.shape[1]))
     os.makedirs(a.out, exist_ok=True)
     export(model, a)
     write_configs(a)

@@ -30,6 +30,11 @@ export interface LlamaDecoderOptions {
   readonly tied?: boolean;
   /** Weights go to `onnx/model.onnx_data` beside the graph, as large exports keep them. */
   readonly externalData?: boolean;
+  /**
+   * Also take `use_cache_branch` (bool [1], as Optimum's merged decoder) and
+   * `num_logits_to_keep` (int64 scalar: logits of only the last that many positions).
+   */
+  readonly mergedInputs?: boolean;
   /** Prompts (token ids) whose greedy continuations torch computes with its own KV cache. */
   readonly greedyPrompts?: readonly (readonly number[])[];
   /** New tokens per greedy continuation; default 8. */
@@ -73,6 +78,7 @@ export async function llamaDecoderModel(
     ...['--greedy', JSON.stringify(options.greedyPrompts ?? [])],
     ...['--greedy-tokens', options.greedyTokens ?? 8],
     ...(options.tied ? ['--tied'] : []),
+    ...(options.mergedInputs ? ['--merged-inputs'] : []),
   ].map(String);
   const stdout = await runPython(args);
   const { greedy } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { greedy: number[][] };
