@@ -8,6 +8,7 @@ import {
   kilnHome,
 } from '@kiln/core';
 import type { InferenceSession } from 'onnxruntime-node';
+import { ONNX_DTYPE_SUFFIXES } from './transformers-js-file.js';
 
 export type OptLevel = 'disabled' | 'basic' | 'extended' | 'all';
 export type ExecutionMode = 'sequential' | 'parallel';
@@ -91,6 +92,13 @@ const SWITCH = { type: 'boolean' } as const;
 /** The `option.*` keys this engine reads (DJL's OnnxRuntime keys plus Kiln's). */
 export const SESSION_OPTIONS: readonly SettingDeclaration[] = [
   { key: 'modelName', type: 'string', doc: "the .onnx file's name when it is not the folder's" },
+  {
+    key: 'dtype',
+    type: 'choice',
+    values: Object.keys(ONNX_DTYPE_SUFFIXES),
+    default: 'fp32',
+    doc: "which of a transformers.js folder's onnx/ files to load (model_fp16.onnx…)",
+  },
   { key: 'intraOpNumThreads', ...THREADS, default: 'planned per worker', doc: 'threads per op' },
   { key: 'interOpNumThreads', ...THREADS, default: "ONNX Runtime's", doc: 'ops run at once' },
   {

@@ -1,4 +1,3 @@
-import { stat } from 'node:fs/promises';
 import {
   type Device,
   type ExecutionContextOptions,
@@ -10,7 +9,7 @@ import {
 } from '@kiln/core';
 import { type OrtStepDecoder, createOrtStepDecoder } from './decoder/ort-step-decoder.js';
 import { OrtExecutionContext } from './ort-execution-context.js';
-import { findModelFile } from './model-file.js';
+import { findModelFile, modelFileBytes } from './model-file.js';
 import { type OrtSessionConfig, parseSessionConfig } from './options.js';
 import { SessionRunner } from './session-runner.js';
 import type { WeightSharing } from './shared-weights.js';
@@ -61,6 +60,7 @@ export class OrtModel implements Model {
       request.name,
       request.modelFile,
       request.options.modelName,
+      request.options.dtype,
     );
     // Opened with the threads the first context will ask for, so that it can take this one.
     const first = {
@@ -69,7 +69,7 @@ export class OrtModel implements Model {
       cpuCores: request.cpuCores,
     };
     const session = await SessionRunner.create(modelPath, first);
-    const { size } = await stat(modelPath);
+    const size = await modelFileBytes(modelPath);
     return new OrtModel(
       request.name,
       request.device,

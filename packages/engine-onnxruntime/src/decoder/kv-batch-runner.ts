@@ -228,6 +228,13 @@ export class KvBatchRunner {
       new Tensor('int64', mask, [batch, total], 'attention_mask'),
       new Tensor('int64', positions, [batch, fresh], 'position_ids'),
     ];
+    const { useCacheBranch, logitsToKeep } = this.signature;
+    // Optimum's merged decoder: its cache branch once there is a past, as transformers.js does.
+    if (useCacheBranch)
+      tensors.push(new Tensor('bool', Uint8Array.of(past > 0 ? 1 : 0), [1], 'use_cache_branch'));
+    // Every new position's logits: a right-padded row's last token is not the batch's last.
+    if (logitsToKeep)
+      tensors.push(new Tensor('int64', BigInt64Array.of(BigInt(fresh)), [], logitsToKeep));
     for (let layer = 0; layer < layers; layer++) {
       for (const [k, kind] of (['key', 'value'] as const).entries()) {
         tensors.push(

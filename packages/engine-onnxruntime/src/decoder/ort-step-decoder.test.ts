@@ -52,7 +52,14 @@ function maxDiff(a: Float32Array, b: Float32Array): number {
 
 describe.skipIf(!run)('OrtStepDecoder', () => {
   it('reads the decoder signature and the limits from config.json', () => {
-    expect(decoder.signature).toEqual({ layers: 2, heads: 4, headSize: 8, vocabSize: 97 });
+    expect(decoder.signature).toEqual({
+      layers: 2,
+      heads: 4,
+      headSize: 8,
+      vocabSize: 97,
+      useCacheBranch: false,
+      logitsToKeep: undefined,
+    });
     expect(decoder.maxSequenceLength).toBe(128);
     expect(decoder.eosTokenId).toBe(0);
     expect(decoder.cacheBytesPerToken).toBe(2 * 2 * 4 * 8 * 4);

@@ -2,8 +2,14 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KilnError, KilnErrorCode, type StepDecoder, type StepEntry } from '@kiln/core';
 import { type OrtSessionConfig, DEFAULT_SESSION_CONFIG } from '../options.js';
+import { modelFileBytes } from '../model-file.js';
 import { SessionRunner } from '../session-runner.js';
-import { type DecoderSignature, readDecoderSignature } from './decoder-signature.js';
+import { findTransformersJsFile } from '../transformers-js-file.js';
+import {
+  type DecoderSignature,
+  type DecoderSizeHints,
+  readDecoderSignature,
+} from './decoder-signature.js';
 import { KvBatchRunner } from './kv-batch-runner.js';
 import { decodeRunCost } from './past-groups.js';
 
@@ -26,8 +32,16 @@ export interface DecoderLimits {
 export interface OrtStepDecoderOptions extends DecoderLimits {
   /** Session settings (defaults: DEFAULT_SESSION_CONFIG). */
   readonly session?: Partial<OrtSessionConfig>;
-  /** Model file inside the folder; default `model.onnx`. */
+  /**
+   * Model file inside the folder; default `model.onnx`, or in a transformers.js folder
+   * (no model.onnx at its top) `onnx/model.onnx` or the file for `dtype`.
+   */
   readonly modelFile?: string;
+  /**
+   * transformers.js's dtype (fp32, fp16, q8, q4…): which `onnx/model{suffix}.onnx` to load,
+   * e.g. q8 → `onnx/model_quantized.onnx`. Default fp32.
+   */
+  readonly dtype?: string;
 }
 
 /** One sequence's handle; its cache lives in the decoder. */
@@ -38,7 +52,7 @@ export interface DecoderSequence {
 }
 
 /** What a decoder's `config.json` may say (Hugging Face names). */
-interface HfConfig {
+interface HfConfig extends DecoderSizeHints {
   readonly n_positions?: number;
   readonly max_position_embeddings?: number;
   readonly eos_token_id?: number | readonly number[];
@@ -161,13 +175,13 @@ export async function loadOrtStepDecoder(
   dir: string,
   options: OrtStepDecoderOptions = {},
 ): Promise<OrtStepDecoder> {
-  const modelPath = join(dir, options.modelFile ?? 'model.onnx');
+  const modelPath = await decoderModelFile(dir, options);
   const session = await SessionRunner.create(modelPath, {
     ...DEFAULT_SESSION_CONFIG,
     ...options.session,
   });
-  const { size } = await stat(modelPath);
-  return createOrtStepDecoder(session, { ...options, dir, modelBytes: size });
+  const modelBytes = await modelFileBytes(modelPath);
+  return createOrtStepDecoder(session, { ...options, dir, modelBytes });
 }
 
 /** Where a decoder's session came from. */
@@ -188,8 +202,8 @@ export async function createOrtStepDecoder(
   onClose?: (decoder: OrtStepDecoder) => void,
 ): Promise<OrtStepDecoder> {
   try {
-    const signature = readDecoderSignature(session.inputs, session.outputs);
     const config = await readHfConfig(source.dir);
+    const signature = readDecoderSignature(session.inputs, session.outputs, config);
     const maxSequenceLength =
       source.maxSequenceLength ?? config.n_positions ?? config.max_position_embeddings;
     if (!maxSequenceLength)
@@ -206,6 +220,25 @@ export async function createOrtStepDecoder(
     await session.close();
     throw error;
   }
+}
+
+/** The decoder's file: `modelFile` when named, else `model.onnx` or a transformers.js file. */
+async function decoderModelFile(dir: string, options: OrtStepDecoderOptions): Promise<string> {
+  if (options.modelFile) return join(dir, options.modelFile);
+  const plain = join(dir, 'model.onnx');
+  if (options.dtype === undefined && (await isFile(plain))) return plain;
+  const file = await findTransformersJsFile(dir, options.dtype);
+  if (file) return file;
+  throw new KilnError(
+    KilnErrorCode.ModelNotFound,
+    options.dtype === undefined
+      ? `${dir} has neither model.onnx nor onnx/model.onnx`
+      : `option.dtype needs the model in ${dir}/onnx/, as transformers.js keeps it`,
+  );
+}
+
+async function isFile(path: string): Promise<boolean> {
+  return (await stat(path).catch(() => undefined))?.isFile() ?? false;
 }
 
 function cacheBytesPerToken({ layers, heads, headSize }: DecoderSignature): number {
