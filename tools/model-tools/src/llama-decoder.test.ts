@@ -39,6 +39,9 @@ describe.skipIf(unavailable !== null)('llamaDecoderModel', () => {
     });
     const vocab = JSON.parse(await readFile(join(model.dir, 'vocab.json'), 'utf8')) as string[];
     expect(vocab).toHaveLength(128);
+    // A character vocabulary: one character a token past the end-of-text token, no repeats.
+    expect(new Set(vocab).size).toBe(128);
+    for (const text of vocab.slice(1)) expect([...text]).toHaveLength(1);
     const graph = decodeOnnxModel(await readFile(join(model.dir, LLAMA_MODEL_FILE))).graph!;
     expect(graph.input!.map((i) => i.name)).toEqual([
       'input_ids',

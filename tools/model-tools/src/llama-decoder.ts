@@ -21,7 +21,7 @@ export interface LlamaDecoderOptions {
   readonly heads?: number;
   /** Key/value heads (grouped-query attention when fewer than `heads`). */
   readonly kvHeads?: number;
-  /** Vocabulary size; the folder's vocab.json is the character vocabulary, then fillers. */
+  /** Vocabulary size; vocab.json holds defaultCharVocab(), then more characters from U+00A1. */
   readonly vocab?: number;
   /** max_position_embeddings: the longest sequence. */
   readonly maxLen?: number;
@@ -84,7 +84,12 @@ export async function llamaDecoderModel(
   const { greedy } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { greedy: number[][] };
   if (options.externalData) await moveToExternalData(join(dir, LLAMA_MODEL_FILE));
   const chars = defaultCharVocab();
-  const vocab = Array.from({ length: vocabSize }, (_, i) => chars[i] ?? `<|extra_${i}|>`);
+  // Past printable ASCII, Latin-1 and Latin Extended letters: one character each, as a
+  // character vocabulary needs.
+  const vocab = Array.from(
+    { length: vocabSize },
+    (_, i) => chars[i] ?? String.fromCodePoint(0xa1 + i - chars.length),
+  );
   await writeFile(join(dir, CHAR_VOCAB_FILE), `${JSON.stringify(vocab)}\n`);
   await writeFile(
     join(dir, 'serving.properties'),
