@@ -90,7 +90,8 @@ async function poolPath(pools: WorkerPoolModule): Promise<RollingPath> {
     sums.steps++;
     sums.rows += step.sequences;
     sums.threadMs += step.hostMs;
-    sums.tripMs += step.ms;
+    // A step taken ahead may come back sooner than its own compute took: no crossing cost.
+    sums.tripMs += Math.max(step.ms, step.hostMs);
   });
   return {
     description: 'generation pool: a step worker (decoder, sampler on its thread; token ids cross)',

@@ -162,6 +162,8 @@ async function runStep(workerId: number, id: number, request: StepRequest): Prom
     const reply = await stepper.step(request);
     const transfer = [reply.tokens.buffer, ...(reply.logprobs ? [reply.logprobs.buffer] : [])];
     post({ type: 'stepped', worker: workerId, id, ...reply }, transfer as ArrayBuffer[]);
+    // The answer is on its way: the decoder takes its next step meanwhile.
+    stepper.startAhead();
   } catch (error) {
     const failure = KilnError.wrap(error, KilnErrorCode.EngineError, 'the step failed');
     post({ type: 'step-failed', worker: workerId, id, error: failure.toJSON() });

@@ -41,8 +41,9 @@ interface Ahead {
   readonly fed: number;
   readonly chosen: Chosen | undefined;
   readonly error: unknown;
-  /** The whole look-ahead step's time on this thread. */
+  /** The whole look-ahead step's time on this thread, and when it ended. */
   readonly ms: number;
+  readonly endedAt: number;
 }
 
 interface Chosen {
@@ -72,6 +73,8 @@ export class SequenceStepper<S = unknown> implements StepRunner {
   private readonly sequences = new Map<number, Sequence<S>>();
   /** The look-ahead step under way, if any; settles without rejecting. */
   private ahead: Promise<void> = Promise.resolve();
+  /** Starts the step taken ahead that waits for its turn. */
+  private startPending: (() => void) | undefined;
 
   constructor(
     private readonly decoder: StepDecoder<S>,
@@ -118,6 +121,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     const chosen: (Chosen | undefined)[] = new Array(fed.length);
     const now: number[] = [];
     let aheadMs = 0;
+    let aheadEnded = 0;
     request.entries.forEach((entry, i) => {
       const sequence = fed[i]!;
       const ahead = sequence.ahead;
@@ -132,6 +136,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       if (ahead.error !== undefined) throw ahead.error;
       chosen[i] = ahead.chosen;
       aheadMs = Math.max(aheadMs, ahead.ms);
+      aheadEnded = Math.max(aheadEnded, ahead.endedAt);
     });
     if (now.length > 0) {
       const outputs = await this.decoder.step(
@@ -158,8 +163,10 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       }
     });
     if (this.options.lookAhead) this.stepAhead(sampled.map((i) => fed[i]!));
-    // A step answered from one taken ahead counts that step's time as its own.
-    return { tokens, texts, logprobs, alternatives, hostMs: performance.now() - started + aheadMs };
+    // A step answered from one taken ahead counts that step's time as its own, once: not
+    // again the part of it this request waited for.
+    const hostMs = aheadMs + performance.now() - Math.max(started, aheadEnded);
+    return { tokens, texts, logprobs, alternatives, hostMs };
   }
 
   /** Samples a sequence's next token from its logits (or takes the one its decoder chose). */
@@ -180,7 +187,8 @@ export class SequenceStepper<S = unknown> implements StepRunner {
 
   /**
    * Once this step's answer is on its way, takes the next step of the sequences that just
-   * chose a token and surely go on, each fed that token.
+   * chose a token and surely go on, each fed that token: at `startAhead()`, called once the
+   * answer is sent, or else on the next turn of the event loop.
    */
   private stepAhead(sequences: Sequence<S>[]): void {
     const next = sequences.flatMap((sequence) => {
@@ -191,28 +199,46 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       return [{ sequence, fed: last }];
     });
     if (next.length === 0) return;
-    this.ahead = new Promise<void>((resolve) => setImmediate(resolve)).then(async () => {
-      // Released (ended by the loop) before the step could start: nothing to take.
-      const live = next.filter(({ sequence }) => this.sequences.get(sequence.seq) === sequence);
-      if (live.length === 0) return;
-      const started = performance.now();
-      for (const { sequence, fed } of live) sequence.history.push(fed);
-      try {
-        const outputs = await this.decoder.step(
-          live.map(({ sequence, fed }) => ({ state: sequence.state, tokens: [fed] })),
-        );
-        const chosen = live.map(({ sequence }, j) => this.choose(sequence, outputs[j]!));
-        const ms = performance.now() - started;
-        live.forEach(({ sequence, fed }, j) => {
-          sequence.ahead = { fed, chosen: chosen[j], error: undefined, ms };
-        });
-      } catch (error) {
-        // The request for these steps fails as the step itself would have.
-        const ms = performance.now() - started;
-        for (const { sequence, fed } of live)
-          sequence.ahead = { fed, chosen: undefined, error, ms };
-      }
-    });
+    let start!: () => void;
+    const started = new Promise<void>((resolve) => (start = resolve));
+    this.startPending = start;
+    setImmediate(start);
+    this.ahead = started.then(() => this.runAhead(next));
+  }
+
+  /**
+   * Starts the step taken ahead, if one waits: a step worker's thread calls it right after it
+   * posts an answer, so the step runs while the answer crosses and the next request comes.
+   */
+  startAhead(): void {
+    const start = this.startPending;
+    this.startPending = undefined;
+    start?.();
+  }
+
+  private async runAhead(next: { sequence: Sequence<S>; fed: number }[]): Promise<void> {
+    this.startPending = undefined;
+    // Released (ended by the loop) before the step could start: nothing to take.
+    const live = next.filter(({ sequence }) => this.sequences.get(sequence.seq) === sequence);
+    if (live.length === 0) return;
+    const started = performance.now();
+    for (const { sequence, fed } of live) sequence.history.push(fed);
+    try {
+      const outputs = await this.decoder.step(
+        live.map(({ sequence, fed }) => ({ state: sequence.state, tokens: [fed] })),
+      );
+      const chosen = live.map(({ sequence }, j) => this.choose(sequence, outputs[j]!));
+      const endedAt = performance.now();
+      const ms = endedAt - started;
+      live.forEach(({ sequence, fed }, j) => {
+        sequence.ahead = { fed, chosen: chosen[j], error: undefined, ms, endedAt };
+      });
+    } catch (error) {
+      // The request for these steps fails as the step itself would have.
+      const endedAt = performance.now();
+      for (const { sequence, fed } of live)
+        sequence.ahead = { fed, chosen: undefined, error, ms: endedAt - started, endedAt };
+    }
   }
 
   /** A token's own text and the step's `k` most likely tokens, with theirs (never the logits). */
