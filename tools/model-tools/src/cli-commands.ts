@@ -4,12 +4,13 @@ import { parseArgs } from 'node:util';
 import { type DType, isDType } from '@kiln/core';
 import { addMulModel, affineModel, identityModel } from './conformance-models.js';
 import { gptDecoderModel } from './gpt-decoder.js';
+import { llamaDecoderModel } from './llama-decoder.js';
 import { buildIrisDemo } from './iris-demo/iris-demo.js';
 import { mlpModel } from './mlp-model.js';
 import { resnetModel } from './resnet.js';
 import { slowModel } from './slow-model.js';
 import { tinyModel } from './tiny-model.js';
-import { tinyGptUnavailable, writeTinyGpt } from './tiny-gpt.js';
+import { pythonTorchUnavailable, tinyGptUnavailable, writeTinyGpt } from './tiny-gpt.js';
 import { transformerEncoderModel } from './transformer-encoder.js';
 
 export const USAGE = `usage: kiln-make-models <command> <dir> [options]
@@ -20,6 +21,9 @@ commands:
   encoder <dir> [--layers 2] [--hidden 128] [--heads 2] [--max-len 512] [--vocab 30522]
   gpt <dir> [--layers 2] [--hidden 64] [--heads 2] [--max-len 512]
                                   GPT-style decoder with KV cache, char vocabulary (text generation)
+  llama <dir> [--layers 2] [--hidden 64] [--heads 4] [--kv-heads 2] [--vocab 256] [--max-len 128]
+                                  Llama-style decoder in a transformers.js folder (onnx/model.onnx;
+                                  python3-torch; random weights)
   tiny-gpt <dir> [--steps 1000]
                                   small GPT trained on the King James Bible (BPE; python3-torch,
                                   bible-kjv; 3 to 4 minutes on 2 cores)
@@ -37,6 +41,7 @@ const OPTIONS = {
   hidden: { type: 'string' },
   heads: { type: 'string' },
   'max-len': { type: 'string' },
+  'kv-heads': { type: 'string' },
   vocab: { type: 'string' },
   input: { type: 'string' },
   output: { type: 'string' },
@@ -107,6 +112,19 @@ async function runCommand(
         maxLen: int(v['max-len'], 512),
       });
       return `${model.dir}: GPT-style decoder, ${model.layers} layers, vocabulary ${model.vocabSize}, max length ${model.maxLen}`;
+    }
+    case 'llama': {
+      const unavailable = pythonTorchUnavailable();
+      if (unavailable) throw new Error(unavailable);
+      const model = await llamaDecoderModel(dir, {
+        layers: int(v.layers, 2),
+        hidden: int(v.hidden, 64),
+        heads: int(v.heads, 4),
+        kvHeads: int(v['kv-heads'], 2),
+        vocab: int(v.vocab, 256),
+        maxLen: int(v['max-len'], 128),
+      });
+      return `${model.dir}: Llama-style decoder, ${model.layers} layers, ${model.heads} query and ${model.kvHeads} key/value heads, vocabulary ${model.vocabSize}`;
     }
     case 'tiny-gpt': {
       const unavailable = tinyGptUnavailable();
