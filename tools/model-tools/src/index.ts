@@ -60,3 +60,8 @@ export {
   type LlamaDecoderModel,
   type LlamaDecoderOptions,
 } from './llama-decoder.js';
+export {
+  byteBpeTokenizerJson,
+  gpt2ByteCharacters,
+  BYTE_BPE_END_OF_TEXT,
+} from './byte-bpe-tokenizer.js';

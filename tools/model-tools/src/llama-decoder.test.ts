@@ -1,6 +1,7 @@
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { loadTextTokenizer } from '@kiln/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LLAMA_MODEL_FILE, llamaDecoderModel } from './llama-decoder.js';
 import { decodeOnnxModel } from './save-model.js';
@@ -62,6 +63,36 @@ describe.skipIf(unavailable !== null)('llamaDecoderModel', () => {
     expect(model.greedy).toHaveLength(1);
     expect(model.greedy[0]).toHaveLength(4);
     for (const token of model.greedy[0]!) expect(token).toBeLessThan(128);
+  });
+
+  it('writes a byte-level BPE tokenizer.json whose every token encodes and decodes', async () => {
+    const model = await llamaDecoderModel(join(root, 'bpe'), {
+      hidden: 32,
+      vocab: 320,
+      tokenizer: 'byte-bpe',
+    });
+    expect(model.endOfText).toBe(256);
+    const config = JSON.parse(await readFile(join(model.dir, 'config.json'), 'utf8')) as {
+      eos_token_id: number;
+    };
+    expect(config.eos_token_id).toBe(256);
+    const tokenizer = await loadTextTokenizer(model.dir);
+    expect(tokenizer.vocabSize).toBe(320);
+    expect(tokenizer.eosTokenId).toBe(256);
+    const text = 'the heat, then ÿ and 日本';
+    const ids = tokenizer.encode(text);
+    // Merged pairs make the text shorter in tokens than in bytes.
+    expect(ids.length).toBeLessThan(Buffer.byteLength(text));
+    expect(ids.some((id) => id > 256)).toBe(true);
+    expect(tokenizer.decode(ids)).toBe(text);
+    for (let id = 257; id < 320; id++)
+      expect(tokenizer.encode(tokenizer.decode([id]))).toEqual([id]);
+  });
+
+  it('refuses a byte-level BPE vocabulary too small for the bytes and end of text', async () => {
+    await expect(
+      llamaDecoderModel(join(root, 'small'), { tokenizer: 'byte-bpe', vocab: 256 }),
+    ).rejects.toThrow(/at least 257/);
   });
 
   it('keeps the weights in model.onnx_data when asked', async () => {

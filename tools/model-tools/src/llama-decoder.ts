@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { BYTE_BPE_END_OF_TEXT, byteBpeTokenizerJson } from './byte-bpe-tokenizer.js';
 import { CHAR_VOCAB_FILE, defaultCharVocab } from './gpt-decoder.js';
 import { onnx } from './onnx-proto.js';
 import { decodeOnnxModel, encodeOnnxModel } from './save-model.js';
@@ -21,8 +22,14 @@ export interface LlamaDecoderOptions {
   readonly heads?: number;
   /** Key/value heads (grouped-query attention when fewer than `heads`). */
   readonly kvHeads?: number;
-  /** Vocabulary size; vocab.json holds defaultCharVocab(), then more characters from U+00A1. */
+  /** Vocabulary size; default 256 (257 at least for `byte-bpe`). */
   readonly vocab?: number;
+  /**
+   * `chars` (default): a character `vocab.json` (defaultCharVocab(), then more characters from
+   * U+00A1), end of text 0. `byte-bpe`: GPT-2's kind of byte-level BPE `tokenizer.json` and a
+   * `tokenizer_config.json` (byteBpeTokenizerJson), end of text 256.
+   */
+  readonly tokenizer?: 'chars' | 'byte-bpe';
   /** max_position_embeddings: the longest sequence. */
   readonly maxLen?: number;
   readonly seed?: number;
@@ -49,6 +56,8 @@ export interface LlamaDecoderModel {
   readonly headSize: number;
   readonly vocabSize: number;
   readonly maxLen: number;
+  /** The end-of-text token (eos_token_id): 0, or 256 with a byte-level BPE tokenizer. */
+  readonly endOfText: number;
   /** Torch's greedy new tokens for each of `greedyPrompts`. */
   readonly greedy: number[][];
 }
@@ -58,7 +67,7 @@ export interface LlamaDecoderModel {
  * attention, SwiGLU, seeded random weights) built in Debian's python3-torch and exported in
  * Hugging Face Optimum's layout, in a folder as transformers.js reads it: `config.json`
  * (model_type llama), `generation_config.json`, `onnx/model.onnx`, and a character
- * `vocab.json` (token 0 ends text). See pythonTorchUnavailable for when it cannot run.
+ * `vocab.json` (token 0 ends text) or a byte-level BPE `tokenizer.json` (`tokenizer`). See pythonTorchUnavailable for when it cannot run.
  */
 export async function llamaDecoderModel(
   dir: string,
@@ -70,11 +79,15 @@ export async function llamaDecoderModel(
   const kvHeads = options.kvHeads ?? 2;
   const vocabSize = options.vocab ?? 256;
   const maxLen = options.maxLen ?? 128;
+  const byteBpe = options.tokenizer === 'byte-bpe';
+  const endOfText = byteBpe ? 256 : 0;
+  // Fails before torch starts when the vocabulary cannot hold the tokenizer.
+  const tokenizerJson = byteBpe ? byteBpeTokenizerJson(vocabSize) : undefined;
   const args = [
     LLAMA_DECODER_SCRIPT,
     ...['--out', dir, '--layers', layers, '--hidden', hidden, '--heads', heads],
     ...['--kv-heads', kvHeads, '--vocab', vocabSize, '--max-len', maxLen],
-    ...['--seed', options.seed ?? 0, '--bos', 0, '--eos', 0],
+    ...['--seed', options.seed ?? 0, '--bos', endOfText, '--eos', endOfText],
     ...['--greedy', JSON.stringify(options.greedyPrompts ?? [])],
     ...['--greedy-tokens', options.greedyTokens ?? 8],
     ...(options.tied ? ['--tied'] : []),
@@ -83,20 +96,15 @@ export async function llamaDecoderModel(
   const stdout = await runPython(args);
   const { greedy } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { greedy: number[][] };
   if (options.externalData) await moveToExternalData(join(dir, LLAMA_MODEL_FILE));
-  const chars = defaultCharVocab();
-  // Past printable ASCII, Latin-1 and Latin Extended letters: one character each, as a
-  // character vocabulary needs.
-  const vocab = Array.from(
-    { length: vocabSize },
-    (_, i) => chars[i] ?? String.fromCodePoint(0xa1 + i - chars.length),
-  );
-  await writeFile(join(dir, CHAR_VOCAB_FILE), `${JSON.stringify(vocab)}\n`);
+  if (tokenizerJson) await writeByteBpeTokenizer(dir, tokenizerJson, maxLen);
+  else await writeCharVocab(dir, vocabSize);
   await writeFile(
     join(dir, 'serving.properties'),
     'engine=OnnxRuntime\noption.rolling_batch=auto\n',
   );
   return {
     dir,
+    endOfText,
     layers,
     heads,
     kvHeads,
@@ -105,6 +113,29 @@ export async function llamaDecoderModel(
     maxLen,
     greedy,
   };
+}
+
+async function writeCharVocab(dir: string, vocabSize: number): Promise<void> {
+  const chars = defaultCharVocab();
+  // Past printable ASCII, Latin-1 and Latin Extended letters: one character each, as a
+  // character vocabulary needs.
+  const vocab = Array.from(
+    { length: vocabSize },
+    (_, i) => chars[i] ?? String.fromCodePoint(0xa1 + i - chars.length),
+  );
+  await writeFile(join(dir, CHAR_VOCAB_FILE), `${JSON.stringify(vocab)}\n`);
+}
+
+async function writeByteBpeTokenizer(dir: string, json: object, maxLen: number): Promise<void> {
+  await writeFile(join(dir, 'tokenizer.json'), `${JSON.stringify(json)}\n`);
+  const config = {
+    tokenizer_class: 'GPT2Tokenizer',
+    bos_token: BYTE_BPE_END_OF_TEXT,
+    eos_token: BYTE_BPE_END_OF_TEXT,
+    add_bos_token: false,
+    model_max_length: maxLen,
+  };
+  await writeFile(join(dir, 'tokenizer_config.json'), `${JSON.stringify(config, null, 2)}\n`);
 }
 
 async function runPython(args: readonly string[]): Promise<string> {

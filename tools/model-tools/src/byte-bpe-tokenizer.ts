@@ -1,0 +1,45 @@
+import { gpt2TokenizerJson } from '@kiln/core';
+
+/** GPT-2's end-of-text token: the id after the 256 bytes. */
+export const BYTE_BPE_END_OF_TEXT = '<|endoftext|>';
+
+/**
+ * GPT-2's byte → character table: printable Latin-1 bytes stand for themselves, the others
+ * for characters from U+0100 on, so that every byte is one visible character.
+ */
+export function gpt2ByteCharacters(): string[] {
+  const printable = (b: number) =>
+    (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  let next = 256;
+  return Array.from({ length: 256 }, (_, b) => String.fromCodePoint(printable(b) ? b : next++));
+}
+
+/**
+ * A byte-level BPE `tokenizer.json` (GPT-2's kind) of `vocabSize` tokens: the 256 bytes (id =
+ * byte value), `<|endoftext|>` (id 256), then merges of a space or a letter and a letter,
+ * so that every id encodes and decodes. Needs at least 257 tokens.
+ */
+export function byteBpeTokenizerJson(vocabSize: number): object {
+  if (vocabSize < 257) throw new Error('a byte-level BPE vocabulary needs at least 257 tokens');
+  const chars = gpt2ByteCharacters();
+  const vocab: Record<string, number> = {};
+  chars.forEach((c, b) => (vocab[c] = b));
+  vocab[BYTE_BPE_END_OF_TEXT] = 256;
+  const byteChar = (c: string) => chars[c.charCodeAt(0)]!;
+  const letters = [...'etaoinshrdlcumwfgypbvkjxqz'].map(byteChar);
+  const merges: string[] = [];
+  // GPT-2's pre-tokenizer keeps a space with the word after it, never the one before.
+  for (const a of [byteChar(' '), ...letters]) {
+    for (const b of letters) {
+      if (256 + merges.length + 1 >= vocabSize) break;
+      if (vocab[a + b] !== undefined) continue;
+      merges.push(`${a} ${b}`);
+      vocab[a + b] = 256 + merges.length;
+    }
+  }
+  if (Object.keys(vocab).length !== vocabSize)
+    throw new Error(
+      `a byte-level BPE vocabulary here holds at most ${Object.keys(vocab).length} tokens`,
+    );
+  return gpt2TokenizerJson(vocab, merges.join('\n'));
+}
