@@ -7,7 +7,6 @@ import {
   KilnErrorCode,
   type Model,
   SERVING_DEFAULTS,
-  type ModelWithServingTranslator,
   type ServingProperties,
   type TensorDescriptor,
   formatDevice,
@@ -202,14 +201,15 @@ function propertiesInForce(properties: ServingProperties): ModelReport['servingP
   return { set, defaults };
 }
 
-/** The engine's own translator (Python mode's), which serving uses when none is named. */
-function ownTranslatorName(model: object): string | undefined {
-  const own = (model as Partial<ModelWithServingTranslator>).servingTranslatorFactory;
-  if (typeof own !== 'function') return undefined;
-  const name = own.call(model).name;
-  return name === 'python'
+/**
+ * What stands in for a translator when the engine serves whole requests (Python mode's serving
+ * context): the request reaches the model as it arrived.
+ */
+function ownTranslatorName(model: Model): string | undefined {
+  if (typeof model.newServingContext !== 'function') return undefined;
+  return model.engine === 'Python'
     ? 'python (the request body reaches handle(inputs) as it arrived; its Output is the answer)'
-    : `${name} (the engine's own)`;
+    : `${model.engine}'s serving context (whole requests in, answers out)`;
 }
 
 function translatorName(properties: ServingProperties): string {

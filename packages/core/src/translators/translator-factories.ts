@@ -78,19 +78,6 @@ export function declaredTranslatorArguments(
   return builtInTranslatorFactory(name || (APPLICATIONS[application] ?? 'raw'))?.arguments;
 }
 
-/**
- * A model whose engine brings its own default translator (Python mode, where the handler
- * reads the request body itself); `translatorFactory` in serving.properties still wins.
- */
-export interface ModelWithServingTranslator {
-  servingTranslatorFactory(): ServingTranslatorFactory;
-}
-
-function ownTranslatorFactory(model: Model): ServingTranslatorFactory | undefined {
-  const own = (model as Partial<ModelWithServingTranslator>).servingTranslatorFactory;
-  return typeof own === 'function' ? own.call(model) : undefined;
-}
-
 export interface ResolveTranslatorOptions {
   /** Translator arguments; default: every key of the model's serving.properties. */
   readonly arguments?: Readonly<Record<string, string>>;
@@ -129,8 +116,6 @@ async function factoryFor(
 ): Promise<ServingTranslatorFactory> {
   const name = model.properties.translatorFactory?.trim();
   if (!name) {
-    const own = ownTranslatorFactory(model);
-    if (own) return own;
     const application = model.properties.raw.application?.trim().toLowerCase() ?? '';
     return builtInTranslatorFactory(APPLICATIONS[application] ?? 'raw')!;
   }
