@@ -180,8 +180,9 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     return {
       token,
       text: sequence.text?.push(token) ?? '',
-      logprob: asked ? logSoftmaxAt(output, token) : undefined,
-      alternatives: asked ? this.alternatives(output, token, sequence.topLogprobs) : undefined,
+      ...(asked
+        ? this.logprobsOf(output, token, sequence.topLogprobs)
+        : { logprob: undefined, alternatives: undefined }),
     };
   }
 
@@ -242,11 +243,26 @@ export class SequenceStepper<S = unknown> implements StepRunner {
   }
 
   /** A token's own text and the step's `k` most likely tokens, with theirs (never the logits). */
-  private alternatives(logits: Float32Array, token: number, k: number): TokenAlternatives {
+  /**
+   * A chosen token's log-probability, its own text and the step's `k` most likely tokens with
+   * theirs (never the logits). With a top list, its pass over the vocabulary gives the
+   * normalizer too: the chosen token's value is then computed as logSoftmaxAt would.
+   */
+  private logprobsOf(
+    logits: Float32Array,
+    token: number,
+    k: number,
+  ): { logprob: number; alternatives: TokenAlternatives } {
     const text = (id: number) => this.tokenizer?.decode([id]) ?? '';
+    const top = topLogprobs(logits, k);
+    const best = top[0];
+    // best.logprob is -log(sum), exactly: (x - max) - log(sum) as logSoftmaxAt rounds it.
+    const logprob = best
+      ? logits[token]! - logits[best.token]! + best.logprob
+      : logSoftmaxAt(logits, token);
     return {
-      text: text(token),
-      top: topLogprobs(logits, k).map((t) => ({ ...t, text: text(t.token) })),
+      logprob,
+      alternatives: { text: text(token), top: top.map((t) => ({ ...t, text: text(t.token) })) },
     };
   }
 
