@@ -1,4 +1,5 @@
 import { ENGINE_SPECIFICATION_VERSION, type EngineProvider } from '@kiln/core';
+import { decoderFolderSettings } from './decoder-folder.js';
 import { ENGINE_NAME } from './engine-name.js';
 import { SESSION_OPTIONS } from './options.js';
 import type { OrtModelSettings } from './ort-model.js';
@@ -19,6 +20,8 @@ export function createOnnxRuntimeEngine(options: OnnxRuntimeEngineOptions = {}):
     options: SESSION_OPTIONS,
     // Tensor models run forwards; KV-cache decoders also run steps (OrtModel.newStepDecoder).
     workerKinds: ['forward', 'step'],
+    // A transformers.js decoder folder is text generation without a serving.properties.
+    impliedSettings: decoderFolderSettings,
     recognizes: (fileNames) => fileNames.some((f) => f.toLowerCase().endsWith('.onnx')),
     // The engine's modules are imported here, when a model first needs it.
     load: async () => {

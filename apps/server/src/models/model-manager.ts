@@ -120,7 +120,11 @@ export class ModelManager {
       registry: this.engines.registry,
       overrides: this.overrides(request),
       ...this.sourceOptions(),
+      ...(request.root === undefined ? {} : { root: request.root }),
     });
+    // option.model_id's folder is held to what the model's own folder is held to.
+    if (inspection.fromModelId)
+      checkModelFilesInside(inspection.dir, request.root ?? inspection.dir);
     const name = request.name ?? parsed.name ?? inspection.name;
     const version = request.version ?? parsed.version ?? inspection.version ?? '';
     if (!MODEL_NAME.test(name)) {

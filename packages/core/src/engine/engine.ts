@@ -54,6 +54,15 @@ export interface EngineProvider {
   readonly passesSettingsToModel?: boolean;
   /** What this engine's workers can run; default `['forward']`. See WorkerKind. */
   readonly workerKinds?: readonly WorkerKind[];
+  /**
+   * serving.properties keys the model's own files imply, for where its settings leave them
+   * out (a Hugging Face decoder folder: `option.rolling_batch=auto`, text generation).
+   * Cheap: it reads a few bytes of the files, and loads no runtime.
+   */
+  impliedSettings?(
+    modelDir: string,
+    fileNames: readonly string[],
+  ): Promise<Readonly<Record<string, string>>>;
   /** Whether a model folder holding these file names (relative paths) is for this engine. */
   recognizes(fileNames: readonly string[]): boolean;
   /** Loads the engine's runtime. Throws KilnError(ENGINE_UNAVAILABLE) with every place it looked. */

@@ -13,10 +13,12 @@ import {
   type ModelSource,
   type ResolveModelSourceOptions,
 } from './model-source.js';
+import { resolveModelIdSource } from './model-id.js';
 import { parseModelUrl, type ModelUrl } from './model-url.js';
 import {
   mergeServingProperties,
   readServingProperties,
+  servingPropertiesFrom,
   type ServingProperties,
 } from './serving-properties.js';
 
@@ -26,6 +28,11 @@ export interface ModelSourceOptions extends ResolveModelSourceOptions {
    * model's own file. Fields of the model URL win over both.
    */
   overrides?: Readonly<Record<string, string>>;
+  /**
+   * The folder every file of the model must resolve into (a client registration's model
+   * store): `option.model_id` may name no folder outside it.
+   */
+  root?: string;
 }
 
 export interface LoadModelOptions extends ModelSourceOptions {
@@ -51,6 +58,8 @@ export interface ModelInspection {
   readonly archive: string | undefined;
   /** serving.properties merged with overrides and the URL's fields. */
   readonly properties: ServingProperties;
+  /** True when `option.model_id` moved `dir` away from the folder the URL names. */
+  readonly fromModelId: boolean;
   /** The engine named, or the first registered provider that recognises the files. */
   readonly engineName: string | undefined;
   /**
@@ -93,11 +102,10 @@ export async function resolveModelLoad(
   spec: string | ModelUrl,
   options: ModelSourceOptions & { registry?: EngineRegistry; device?: Device | string },
 ): Promise<ResolvedModelLoad> {
-  const { url, source, properties, name } = await prepareModel(spec, options);
+  const prepared = await prepareModel(spec, options, options.registry);
+  const { url, source, name } = prepared;
+  const { properties, engineName } = await withEngine(prepared, options.registry);
   const device = url.device ?? options.device ?? properties.loadOnDevices;
-  const engineName =
-    properties.engine ??
-    options.registry?.providers().find((provider) => provider.recognizes(source.files))?.name;
   const refusal = settingsRefusal(
     name,
     checkSettingsOf(properties, source.dir, engineName, options.registry),
@@ -159,10 +167,9 @@ export async function inspectModelSource(
   spec: string | ModelUrl,
   options: InspectModelOptions = {},
 ): Promise<ModelInspection> {
-  const { source, properties, name, version } = await prepareModel(spec, options);
-  const engineName =
-    properties.engine ??
-    options.registry?.providers().find((provider) => provider.recognizes(source.files))?.name;
+  const prepared = await prepareModel(spec, options, options.registry);
+  const { source, name, version, fromModelId } = prepared;
+  const { properties, engineName } = await withEngine(prepared, options.registry);
   return {
     name,
     version,
@@ -172,8 +179,28 @@ export async function inspectModelSource(
     sizeBytes: source.sizeBytes,
     archive: source.archive,
     properties,
+    fromModelId,
     engineName,
     settings: checkSettingsOf(properties, source.dir, engineName, options.registry),
+  };
+}
+
+/**
+ * The engine named, or the first registered provider that recognises the files, and the
+ * properties with what that engine reads off the files laid under them.
+ */
+async function withEngine(
+  { properties, source }: PreparedModel,
+  registry: EngineRegistry | undefined,
+): Promise<{ properties: ServingProperties; engineName: string | undefined }> {
+  const providers = registry?.providers() ?? [];
+  const engineName = properties.engine ?? providers.find((p) => p.recognizes(source.files))?.name;
+  const provider = providers.find((p) => p.name.toLowerCase() === engineName?.toLowerCase());
+  const implied = await provider?.impliedSettings?.(source.dir, source.files);
+  if (implied === undefined || Object.keys(implied).length === 0) return { properties, engineName };
+  return {
+    properties: mergeServingProperties(servingPropertiesFrom(implied), properties.raw),
+    engineName,
   };
 }
 
@@ -200,22 +227,25 @@ interface PreparedModel {
   readonly properties: ServingProperties;
   readonly name: string;
   readonly version: string | undefined;
+  readonly fromModelId: boolean;
 }
 
 async function prepareModel(
   spec: string | ModelUrl,
   options: ModelSourceOptions,
+  registry: EngineRegistry | undefined,
 ): Promise<PreparedModel> {
   const url = typeof spec === 'string' ? parseModelUrl(spec) : spec;
-  const source = await resolveModelSource(url.url, {
+  const sourceOptions = {
     cacheDir: options.cacheDir,
     maxArchiveBytes: options.maxArchiveBytes,
     maxArchiveEntries: options.maxArchiveEntries,
-  });
+  };
+  const named = await resolveModelSource(url.url, sourceOptions);
   // The URL's fields are written as the properties they stand for, so the model's
   // properties show what is in force.
   const properties = mergeServingProperties(
-    await readServingProperties(source.dir),
+    await readServingProperties(named.dir),
     options.overrides,
     {
       name: url.name,
@@ -227,8 +257,38 @@ async function prepareModel(
   const name =
     setting(properties.raw, 'name') ??
     setting(properties.raw, 'model_name') ??
-    defaultModelName(source);
-  return { url, source, properties, name, version: setting(properties.raw, 'version') };
+    defaultModelName(named);
+  const modelId = properties.options.model_id?.trim();
+  const fromModelId = !!modelId && !handlerReadsModelId(properties, named.files, registry);
+  const source = fromModelId
+    ? await resolveModelIdSource(named.dir, modelId, { ...sourceOptions, root: options.root })
+    : named;
+  return {
+    url,
+    source,
+    properties,
+    name,
+    version: setting(properties.raw, 'version'),
+    fromModelId,
+  };
+}
+
+/**
+ * Whether the model's own code gets `option.model_id` (Python mode's handler, as DJL's
+ * handlers read it): its files then stay where the URL points.
+ */
+function handlerReadsModelId(
+  properties: ServingProperties,
+  files: readonly string[],
+  registry: EngineRegistry | undefined,
+): boolean {
+  const providers = registry?.providers() ?? [];
+  const named = properties.engine?.toLowerCase();
+  const engine =
+    named === undefined
+      ? providers.find((p) => p.recognizes(files))
+      : providers.find((p) => p.name.toLowerCase() === named);
+  return engine?.passesSettingsToModel === true;
 }
 
 function setting(raw: Readonly<Record<string, string>>, key: string): string | undefined {

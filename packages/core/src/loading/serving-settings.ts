@@ -180,6 +180,12 @@ const OTHER_ROLLING_BATCHERS = ['lmi-dist', 'vllm', 'trtllm', 'deepspeed', 'tnx'
 /** `option.*` keys the server reads itself, for any engine (text generation). */
 export const SERVING_OPTION_SETTINGS: readonly SettingDeclaration[] = [
   {
+    key: 'model_id',
+    type: 'string',
+    default: "the model's folder",
+    doc: "where the model's files are (config.json, tokenizer, onnx/): a folder or archive, absolute or relative to the model's folder; Kiln downloads nothing, so a Hugging Face Hub id or remote URL naming no local folder fails the load (Python mode hands it to the handler)",
+  },
+  {
     key: 'rolling_batch',
     type: 'choice',
     values: ['auto', 'scheduler', 'disable'],
