@@ -44,4 +44,6 @@ export * from './generation/generation-config.js';
 export * from './generation/chat-template.js';
 export * from './generation/stop-text.js';
 export * from './generation/token-sampler.js';
+export * from './generation/response-format.js';
+export * from './generation/response-grammars.js';
 export * from './kiln-home.js';

@@ -14,6 +14,7 @@ import {
   KilnErrorCode,
   formatDevice,
   parseDevice,
+  type ResponseFormat,
   rollingBatchSettings,
   type RollingBatchSettings,
 } from '@kiln/core';
@@ -62,6 +63,11 @@ export interface GenerationPool extends WorkerPool<GenerationJob, GenerationOutp
    * (INVALID_INPUT when the model has no template; see `chatTemplate`).
    */
   encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[]): Promise<number[]>;
+  /**
+   * INVALID_INPUT naming why, when a response format cannot be compiled: checked on the
+   * prompt-tokenizer thread before a job carrying it is submitted.
+   */
+  checkResponseFormat(format: ResponseFormat): Promise<void>;
   readonly eosTokenId: number | undefined;
   /** Every token that ends a sequence; each job ends at any of them. */
   readonly eosTokenIds: readonly number[];
@@ -173,6 +179,10 @@ class StepPool extends WorkerPool<GenerationJob, GenerationOutput> implements Ge
 
   encodeChat(messages: readonly ChatMessage[], tools?: readonly unknown[]): Promise<number[]> {
     return this.prompts.encodeChat(messages, tools);
+  }
+
+  checkResponseFormat(format: ResponseFormat): Promise<void> {
+    return this.prompts.checkResponseFormat(format);
   }
 
   /** Every job ends at any of the model's end tokens (generation_config.json may list several). */

@@ -1,4 +1,9 @@
-import type { ChatMessage, GenerationDefaults, SerializedKilnError } from '@kiln/core';
+import type {
+  ChatMessage,
+  GenerationDefaults,
+  ResponseFormat,
+  SerializedKilnError,
+} from '@kiln/core';
 
 /** What a tokenizer thread is started with: the model folder its tokenizer files are in. */
 export interface TokenizerWorkerData {
@@ -12,7 +17,9 @@ export type TokenizerRequest =
       readonly id: number;
       readonly messages: readonly ChatMessage[];
       readonly tools?: readonly unknown[];
-    };
+    }
+  /** Whether a response format compiles (answered with no tokens). */
+  | { readonly type: 'check-format'; readonly id: number; readonly format: ResponseFormat };
 
 /** What a model folder says of its chat template, when it has one. */
 export interface ChatTemplateInfo {

@@ -4,6 +4,7 @@ import {
   type GenerationDefaults,
   KilnError,
   KilnErrorCode,
+  type ResponseFormat,
   siblingModule,
 } from '@kiln/core';
 import { startInferenceThread } from './inference-threads.js';
@@ -103,6 +104,11 @@ export class TokenizerThread {
       messages,
       ...(tools === undefined ? {} : { tools }),
     });
+  }
+
+  /** INVALID_INPUT (naming why) when a response format cannot be compiled. */
+  async checkResponseFormat(format: ResponseFormat): Promise<void> {
+    await this.request({ type: 'check-format', id: this.nextId++, format });
   }
 
   private async request(request: TokenizerRequest): Promise<number[]> {

@@ -7,6 +7,7 @@ import {
   KilnError,
   KilnErrorCode,
   type TextTokenizer,
+  checkResponseFormat,
   loadTextTokenizer,
   readGenerationDefaults,
 } from '@kiln/core';
@@ -39,9 +40,14 @@ try {
 }
 
 /** A request's prompt tokens: its text, or its messages as the chat template writes them. */
-function promptTokens(request: TokenizerRequest): number[] {
+async function promptTokens(request: TokenizerRequest): Promise<number[]> {
   const { tokenizer, template } = loaded!;
   if (request.type === 'encode') return tokenizer.encode(request.text);
+  if (request.type === 'check-format') {
+    // Compiled here, without the vocabulary, so that a bad schema never reaches a step worker.
+    await checkResponseFormat(request.format);
+    return [];
+  }
   if (!template) throw new KilnError(KilnErrorCode.InvalidInput, 'the model has no chat template');
   const prompt = template.render(request.messages, {
     ...(request.tools ? { tools: request.tools } : {}),
@@ -52,9 +58,9 @@ function promptTokens(request: TokenizerRequest): number[] {
 
 if (loaded) {
   const { tokenizer, template, defaults } = loaded;
-  port.on('message', (request: TokenizerRequest) => {
+  port.on('message', async (request: TokenizerRequest) => {
     try {
-      const tokens = Int32Array.from(promptTokens(request));
+      const tokens = Int32Array.from(await promptTokens(request));
       reply({ type: 'encoded', id: request.id, tokens }, [tokens.buffer]);
     } catch (error) {
       const failure = KilnError.wrap(error, KilnErrorCode.Internal).toJSON();

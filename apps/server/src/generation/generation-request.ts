@@ -1,6 +1,12 @@
 import { PassThrough } from 'node:stream';
 import type { Context } from 'koa';
-import { type ChatMessage, type GenerationParameters, KilnError, KilnErrorCode } from '@kiln/core';
+import {
+  type ChatMessage,
+  type GenerationParameters,
+  KilnError,
+  KilnErrorCode,
+  type ResponseFormat,
+} from '@kiln/core';
 import type { GenerationChunk, GenerationJob, GenerationOutput, TopLogprob } from '@kiln/batching';
 import type { GenerationPool } from '@kiln/worker-pool';
 import { type BodyLimits, readBody } from '../http/read-body.js';
@@ -72,6 +78,8 @@ export interface ChoiceOptions {
   readonly logprobs?: boolean;
   /** How many of each step's most likely tokens to list (with `logprobs`). */
   readonly topLogprobs?: number;
+  /** The shape each choice's text must take (OpenAI's `response_format`). */
+  readonly responseFormat?: ResponseFormat;
 }
 
 /** A generated token's own text, log-probability and the step's most likely tokens. */
@@ -260,9 +268,13 @@ async function submitChoices(
     onEnd?: (result: ChoiceOutput) => void;
   },
 ): Promise<ChoiceOutput[]> {
-  const promptTokens = await (typeof prompt === 'string'
-    ? pool.encode(prompt)
-    : pool.encodeChat(prompt.messages, prompt.tools));
+  const { responseFormat } = choices;
+  const [promptTokens] = await Promise.all([
+    typeof prompt === 'string'
+      ? pool.encode(prompt)
+      : pool.encodeChat(prompt.messages, prompt.tools),
+    responseFormat && pool.checkResponseFormat(responseFormat),
+  ]);
   options.signal.throwIfAborted();
   // One choice failing ends the others: the request fails as a whole.
   const abort = new AbortController();
@@ -277,6 +289,7 @@ async function submitChoices(
       sampling: seed === undefined ? parameters : { ...parameters, seed: seed + index },
       stop: parameters.stop,
       ...(choices.logprobs ? { logprobs: true, topLogprobs: choices.topLogprobs ?? 0 } : {}),
+      ...(responseFormat ? { responseFormat } : {}),
     };
     const handle = pool.submit(job, {
       signal: abort.signal,

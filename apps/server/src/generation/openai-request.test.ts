@@ -58,7 +58,6 @@ describe('checkOpenAiRequest', () => {
     ['chat', 'parallel_tool_calls', false, null],
     ['chat', 'functions', [], null],
     ['chat', 'function_call', 'auto', 'none'],
-    ['chat', 'response_format', { type: 'json_object' }, { type: 'text' }],
     ['chat', 'modalities', ['text', 'audio'], ['text']],
     ['chat', 'service_tier', 'flex', 'auto'],
     ['chat', 'store', true, false],
@@ -103,6 +102,59 @@ describe('checkOpenAiRequest', () => {
       param: field,
       code,
     });
+  });
+
+  it('takes response_format text, json_object and json_schema; names what is wrong in it', () => {
+    const schema = { type: 'object', properties: { a: { type: 'integer' } } };
+    for (const format of [
+      { type: 'text' },
+      { type: 'json_object' },
+      { type: 'json_schema', json_schema: { name: 'answer', schema, strict: true } },
+      { type: 'json_schema', json_schema: { name: 'any', description: 'no schema' } },
+    ])
+      checkOpenAiRequest({ ...chat, response_format: format }, 'chat');
+    expect(
+      openAiChoices(
+        { ...chat, response_format: { type: 'json_schema', json_schema: { name: 'a', schema } } },
+        'chat',
+      ),
+    ).toEqual({ n: 1, responseFormat: { type: 'json_schema', schema: JSON.stringify(schema) } });
+    expect(openAiChoices({ ...chat, response_format: { type: 'text' } }, 'chat')).toEqual({ n: 1 });
+    const cases: [unknown, string, string][] = [
+      ['json', 'response_format', 'invalid_type'],
+      [{}, 'response_format.type', 'missing_required_parameter'],
+      [{ type: 'yaml' }, 'response_format.type', 'invalid_value'],
+      [{ type: 'json_object', schema }, 'response_format.schema', 'unknown_parameter'],
+      [{ type: 'json_schema' }, 'response_format.json_schema', 'missing_required_parameter'],
+      [
+        { type: 'json_schema', json_schema: { schema } },
+        'response_format.json_schema.name',
+        'missing_required_parameter',
+      ],
+      [
+        { type: 'json_schema', json_schema: { name: 'a b', schema } },
+        'response_format.json_schema.name',
+        'invalid_value',
+      ],
+      [
+        { type: 'json_schema', json_schema: { name: 'a', schema: 'x' } },
+        'response_format.json_schema.schema',
+        'invalid_type',
+      ],
+      [
+        { type: 'json_schema', json_schema: { name: 'a', strict: 'yes' } },
+        'response_format.json_schema.strict',
+        'invalid_type',
+      ],
+    ];
+    for (const [format, param, code] of cases)
+      expect(refusal({ ...chat, response_format: format }, 'chat'), param).toMatchObject({
+        param,
+        code,
+      });
+    expect(
+      refusal({ ...completion, response_format: { type: 'json_object' } }, 'completions'),
+    ).toMatchObject({ param: 'response_format', code: 'unknown_parameter' });
   });
 
   it('names the message and the part of it that is wrong', () => {

@@ -4,6 +4,7 @@ import {
   KilnError,
   KilnErrorCode,
   MAX_TOP_LOGPROBS,
+  type ResponseFormat,
   parseGenerationParameters,
 } from '@kiln/core';
 import { openAiFieldError } from '../http/openai-error.js';
@@ -142,6 +143,45 @@ function messages(value: unknown, name: string): void {
   });
 }
 
+/**
+ * OpenAI's `response_format`: `text` (no constraint), `json_object`, or `json_schema` with a
+ * `name` and a `schema` (any JSON when it has none). Whether the schema compiles is the
+ * generation pool's to say.
+ */
+function responseFormatOf(value: unknown, name: string): ResponseFormat | undefined {
+  if (!isObject(value)) throw invalidType(name, 'an object', value);
+  const type = value.type;
+  if (absent(type)) throw missing(`${name}.type`);
+  for (const key of Object.keys(value))
+    if (key !== 'type' && !(type === 'json_schema' && key === 'json_schema'))
+      throw unknown(`${name}.${key}`);
+  if (type === 'text') return undefined;
+  if (type === 'json_object') return { type: 'json_object' };
+  if (type !== 'json_schema')
+    throw openAiFieldError(
+      `${name}.type`,
+      'invalid_value',
+      `Invalid value: '${String(type)}'. Supported values are: 'text', 'json_object' and 'json_schema'.`,
+    );
+  const at = `${name}.json_schema`;
+  const spec = value.json_schema;
+  if (absent(spec)) throw missing(at);
+  if (!isObject(spec)) throw invalidType(at, 'an object', spec);
+  for (const [key, field] of Object.entries(spec)) {
+    if (key === 'name' || key === 'description') string(field, `${at}.${key}`);
+    else if (key === 'strict') {
+      if (!absent(field)) boolean(field, `${at}.${key}`);
+    } else if (key === 'schema') {
+      if (!isObject(field)) throw invalidType(`${at}.schema`, 'an object', field);
+    } else throw unknown(`${at}.${key}`);
+  }
+  if (absent(spec.name)) throw missing(`${at}.name`);
+  if (typeof spec.name === 'string' && !/^[A-Za-z0-9_-]{1,64}$/.test(spec.name))
+    throw invalidValue(`${at}.name`, 'a name of a-z, A-Z, 0-9, _ and - (at most 64)', spec.name);
+  // Kiln always keeps to the schema exactly, as OpenAI's strict mode.
+  return { type: 'json_schema', schema: JSON.stringify(spec.schema ?? {}) };
+}
+
 const unknown = (name: string) =>
   openAiFieldError(name, 'unknown_parameter', `Unrecognized request argument supplied: ${name}`);
 
@@ -221,10 +261,7 @@ const FIELDS: Readonly<Record<string, FieldRule>> = {
   parallel_tool_calls: { on: CHAT, unsupportedUnless: absent },
   functions: { on: CHAT, unsupportedUnless: absent },
   function_call: { on: CHAT, unsupportedUnless: (v) => absent(v) || v === 'none' },
-  response_format: {
-    on: CHAT,
-    unsupportedUnless: (v) => absent(v) || (isObject(v) && v.type === 'text'),
-  },
+  response_format: { on: CHAT, check: (value, name) => void responseFormatOf(value, name) },
   modalities: {
     on: CHAT,
     unsupportedUnless: (v) => absent(v) || (Array.isArray(v) && v.every((m) => m === 'text')),
@@ -280,14 +317,21 @@ export function openAiChoices(
   endpoint: OpenAiEndpoint,
 ): ChoiceOptions {
   const n = typeof body.n === 'number' ? body.n : 1;
-  if (endpoint === 'chat')
-    return body.logprobs === true
-      ? {
-          n,
-          logprobs: true,
-          topLogprobs: typeof body.top_logprobs === 'number' ? body.top_logprobs : 0,
-        }
-      : { n };
+  if (endpoint === 'chat') {
+    const responseFormat = absent(body.response_format)
+      ? undefined
+      : responseFormatOf(body.response_format, 'response_format');
+    return {
+      n,
+      ...(body.logprobs === true
+        ? {
+            logprobs: true,
+            topLogprobs: typeof body.top_logprobs === 'number' ? body.top_logprobs : 0,
+          }
+        : {}),
+      ...(responseFormat ? { responseFormat } : {}),
+    };
+  }
   return typeof body.logprobs === 'number'
     ? { n, logprobs: true, topLogprobs: body.logprobs }
     : { n };

@@ -19,6 +19,8 @@ export interface OpenAiErrorBody {
 interface OpenAiDetails {
   readonly openAiParam?: string;
   readonly openAiCode?: string;
+  /** The request field an engine-side error concerns (e.g. `response_format`). */
+  readonly param?: string;
 }
 
 /**
@@ -51,7 +53,7 @@ export function openAiErrorBody(status: number, message: string, error?: unknown
     error: {
       message,
       type: TYPES[status] ?? (status >= 500 ? 'server_error' : 'invalid_request_error'),
-      param: details.openAiParam ?? (modelNotFound ? 'model' : null),
+      param: details.openAiParam ?? details.param ?? (modelNotFound ? 'model' : null),
       code:
         details.openAiCode ??
         (modelNotFound ? 'model_not_found' : (kiln?.code.toLowerCase() ?? null)),

@@ -1,4 +1,4 @@
-import type { SamplingParams } from '@kiln/core';
+import type { ResponseFormat, SamplingParams } from '@kiln/core';
 
 /** What a text-generation (step) pool's jobs carry: a tokenized prompt and how to continue it. */
 export interface GenerationJob {
@@ -21,6 +21,12 @@ export interface GenerationJob {
    * sequence (generation_config.json's `eos_token_id` list: an end-of-turn token, say).
    */
   readonly eosTokenIds?: readonly number[];
+  /**
+   * The shape the text must take (OpenAI's `response_format`): the sampler chooses only tokens
+   * that keep to it, so a job that ends at its end token answers JSON that parses (and
+   * validates against the schema).
+   */
+  readonly responseFormat?: ResponseFormat;
 }
 
 /** One generated token, streamed through `JobOptions.onChunk` as soon as it is chosen. */

@@ -201,6 +201,11 @@ export class RollingLoop {
       }
       const ms = this.clock.now() - started;
       this.steps++;
+      // Sequences that failed on their own (a response format): the others go on.
+      for (const { seq, error } of reply.failures ?? []) {
+        const sequence = sequences.find((s) => s.seq === seq);
+        if (sequence) this.retire(sequence, undefined, KilnError.fromJSON(error), true);
+      }
       let k = 0;
       entries.forEach((entry, i) => {
         const sequence = sequences[i]!;
@@ -363,14 +368,20 @@ export class RollingLoop {
     }
   }
 
-  private retire(sequence: Sequence, reason?: FinishReason, error?: KilnError): void {
+  /** Ends a sequence; `closed` when the runner closed it already (no release to send). */
+  private retire(
+    sequence: Sequence,
+    reason?: FinishReason,
+    error?: KilnError,
+    closed = false,
+  ): void {
     if (sequence.done) return;
     sequence.done = true;
     this.active.splice(this.active.indexOf(sequence), 1);
     this.reserved -= sequence.reserved;
     const unopened = this.unopened.indexOf(sequence);
     if (unopened >= 0) this.unopened.splice(unopened, 1);
-    else this.releases.push(sequence.seq);
+    else if (!closed) this.releases.push(sequence.seq);
     const { job, admittedAt } = sequence;
     if (job.settled) {
       this.onDone?.(job, { answered: false, admittedAt });
@@ -423,6 +434,7 @@ function openOf({ seq, job }: Sequence, model: StepModelInfo): SequenceOpen {
     topLogprobs: input.topLogprobs,
     maxNewTokens: input.maxNewTokens,
     endTokens: input.ignoreEos ? [] : ends.filter((t): t is number => t !== undefined),
+    ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
   };
 }
 

@@ -1,7 +1,9 @@
 import {
   KilnError,
   KilnErrorCode,
+  ResponseGrammars,
   type StepDecoder,
+  type TokenConstraint,
   type StepOutput,
   type TextTokenizer,
   TokenSampler,
@@ -9,6 +11,8 @@ import {
   topLogprobs,
 } from '@kiln/core';
 import type {
+  SequenceFailure,
+  SequenceOpen,
   StepModelInfo,
   StepReply,
   StepRequest,
@@ -29,6 +33,8 @@ interface Sequence<S> {
   /** When it surely ends (see SequenceOpen): no step is taken ahead past it. */
   readonly maxNewTokens: number | undefined;
   readonly endTokens: ReadonlySet<number>;
+  /** Its response format's grammar: only the tokens it allows are chosen. */
+  readonly constraint: TokenConstraint | undefined;
   /** Tokens chosen so far, those chosen ahead included, and the last of them. */
   generated: number;
   last: number | undefined;
@@ -75,6 +81,8 @@ export class SequenceStepper<S = unknown> implements StepRunner {
   private ahead: Promise<void> = Promise.resolve();
   /** Starts the step taken ahead that waits for its turn. */
   private startPending: (() => void) | undefined;
+  /** Response formats compiled for this tokenizer, made on the first that asks. */
+  private grammars: ResponseGrammars | undefined;
 
   constructor(
     private readonly decoder: StepDecoder<S>,
@@ -95,25 +103,22 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     const started = performance.now();
     await this.ahead;
     for (const seq of request.releases) this.release(seq);
+    const failures: SequenceFailure[] = [];
+    const fail = (seq: number, error: unknown) => {
+      failures.push({ seq, error: KilnError.wrap(error, KilnErrorCode.Internal).toJSON() });
+      this.release(seq);
+    };
     for (const open of request.opens) {
-      this.sequences.set(open.seq, {
-        seq: open.seq,
-        state: this.decoder.open({ sampling: open.sampling }),
-        sampler: new TokenSampler(open.sampling ?? {}),
-        history: [],
-        text: this.tokenizer && new TokenTextStream(this.tokenizer),
-        logprobs: open.logprobs ?? false,
-        topLogprobs: open.topLogprobs ?? 0,
-        maxNewTokens: open.maxNewTokens,
-        endTokens: new Set(open.endTokens ?? []),
-        generated: 0,
-        last: undefined,
-        ahead: undefined,
-      });
+      try {
+        await this.open(open);
+      } catch (error) {
+        fail(open.seq, error);
+      }
     }
+    const failed = (seq: number) => failures.some((f) => f.seq === seq);
     const fed = request.entries.map((entry) => {
       const sequence = this.sequences.get(entry.seq);
-      if (!sequence)
+      if (!sequence && !failed(entry.seq))
         throw new KilnError(KilnErrorCode.Internal, `sequence ${entry.seq} is not open`);
       return sequence;
     });
@@ -123,7 +128,8 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     let aheadMs = 0;
     let aheadEnded = 0;
     request.entries.forEach((entry, i) => {
-      const sequence = fed[i]!;
+      const sequence = fed[i];
+      if (!sequence) return;
       const ahead = sequence.ahead;
       sequence.ahead = undefined;
       if (!ahead) {
@@ -133,8 +139,8 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       }
       if (!entry.sample || entry.tokens.length !== 1 || entry.tokens[0] !== ahead.fed)
         throw new KilnError(KilnErrorCode.Internal, `sequence ${entry.seq} was fed out of turn`);
-      if (ahead.error !== undefined) throw ahead.error;
-      chosen[i] = ahead.chosen;
+      if (ahead.error !== undefined) fail(sequence.seq, ahead.error);
+      else chosen[i] = ahead.chosen;
       aheadMs = Math.max(aheadMs, ahead.ms);
       aheadEnded = Math.max(aheadEnded, ahead.endedAt);
     });
@@ -142,19 +148,30 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       const outputs = await this.decoder.step(
         now.map((i) => ({ state: fed[i]!.state, tokens: request.entries[i]!.tokens })),
       );
-      now.forEach((i, j) => {
-        if (request.entries[i]!.sample) chosen[i] = this.choose(fed[i]!, outputs[j]!);
-      });
+      for (const [j, i] of now.entries()) {
+        const sequence = fed[i]!;
+        if (!request.entries[i]!.sample) continue;
+        try {
+          chosen[i] = await this.choose(sequence, outputs[j]!);
+        } catch (error) {
+          fail(sequence.seq, error);
+        }
+      }
     }
     const sampled = request.entries.flatMap((entry, i) => (entry.sample ? [i] : []));
     const tokens = new Int32Array(sampled.length);
     const texts: string[] = [];
-    const logprobs = sampled.some((i) => fed[i]!.logprobs)
+    const logprobs = sampled.some((i) => fed[i]?.logprobs)
       ? new Float64Array(sampled.length).fill(NaN)
       : undefined;
     const alternatives: (TokenAlternatives | undefined)[] | undefined = logprobs && [];
     sampled.forEach((i, k) => {
-      const choice = chosen[i]!;
+      const choice = chosen[i];
+      if (!choice || failed(request.entries[i]!.seq)) {
+        tokens[k] = -1;
+        texts.push('');
+        return;
+      }
       tokens[k] = choice.token;
       texts.push(choice.text);
       if (logprobs && choice.logprob !== undefined) {
@@ -162,18 +179,75 @@ export class SequenceStepper<S = unknown> implements StepRunner {
         alternatives![k] = choice.alternatives;
       }
     });
-    if (this.options.lookAhead) this.stepAhead(sampled.map((i) => fed[i]!));
+    if (this.options.lookAhead)
+      this.stepAhead(sampled.flatMap((i) => (failed(request.entries[i]!.seq) ? [] : [fed[i]!])));
     // A step answered from one taken ahead counts that step's time as its own, once: not
     // again the part of it this request waited for.
     const hostMs = aheadMs + performance.now() - Math.max(started, aheadEnded);
-    return { tokens, texts, logprobs, alternatives, hostMs };
+    return {
+      tokens,
+      texts,
+      logprobs,
+      alternatives,
+      hostMs,
+      ...(failures.length > 0 ? { failures } : {}),
+    };
   }
 
-  /** Samples a sequence's next token from its logits (or takes the one its decoder chose). */
-  private choose(sequence: Sequence<S>, output: StepOutput): Chosen {
+  /** Starts a sequence: its decoder state, sampler, detokenizer and response format. */
+  private async open(open: SequenceOpen): Promise<void> {
+    const constraint = open.responseFormat
+      ? await this.responseGrammars().constraint(open.responseFormat)
+      : undefined;
+    this.sequences.set(open.seq, {
+      seq: open.seq,
+      state: this.decoder.open({ sampling: open.sampling }),
+      sampler: new TokenSampler(open.sampling ?? {}),
+      history: [],
+      text: this.tokenizer && new TokenTextStream(this.tokenizer),
+      logprobs: open.logprobs ?? false,
+      topLogprobs: open.topLogprobs ?? 0,
+      maxNewTokens: open.maxNewTokens,
+      endTokens: new Set(open.endTokens ?? []),
+      constraint,
+      generated: 0,
+      last: undefined,
+      ahead: undefined,
+    });
+  }
+
+  private responseGrammars(): ResponseGrammars {
+    if (this.grammars) return this.grammars;
+    const vocabulary = this.tokenizer?.grammarVocabulary?.();
+    if (!vocabulary)
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        "response_format needs the model's tokenizer, and this model has none that can tell its tokens' text",
+        { details: { param: 'response_format' } },
+      );
+    const { eosTokenId, eosTokenIds } = this.tokenizer!;
+    const ends = eosTokenIds ?? (eosTokenId === undefined ? [] : [eosTokenId]);
+    return (this.grammars = new ResponseGrammars(vocabulary, this.decoder.vocabSize, ends));
+  }
+
+  /**
+   * Samples a sequence's next token from its logits (or takes the one its decoder chose),
+   * among those its response format allows.
+   */
+  private async choose(sequence: Sequence<S>, output: StepOutput): Promise<Chosen> {
+    const { constraint } = sequence;
+    const allowed = constraint && (await constraint.allowed());
     // A decoder that chose the token itself gives no logits: no log-probability either.
     const token =
-      typeof output === 'number' ? output : sequence.sampler.next(output, sequence.history);
+      typeof output === 'number'
+        ? output
+        : sequence.sampler.next(output, sequence.history, allowed);
+    if (allowed && !constraint.accept(token))
+      throw new KilnError(
+        KilnErrorCode.InvalidInput,
+        "the model's step handler chose a token response_format does not allow: it chooses its own tokens, so Kiln cannot constrain them",
+        { details: { param: 'response_format' } },
+      );
     sequence.generated++;
     sequence.last = token;
     const asked = sequence.logprobs && typeof output !== 'number';
@@ -224,22 +298,35 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     if (live.length === 0) return;
     const started = performance.now();
     for (const { sequence, fed } of live) sequence.history.push(fed);
+    let outputs: readonly StepOutput[];
     try {
-      const outputs = await this.decoder.step(
+      outputs = await this.decoder.step(
         live.map(({ sequence, fed }) => ({ state: sequence.state, tokens: [fed] })),
       );
-      const chosen = live.map(({ sequence }, j) => this.choose(sequence, outputs[j]!));
-      const endedAt = performance.now();
-      const ms = endedAt - started;
-      live.forEach(({ sequence, fed }, j) => {
-        sequence.ahead = { fed, chosen: chosen[j], error: undefined, ms, endedAt };
-      });
     } catch (error) {
       // The request for these steps fails as the step itself would have.
       const endedAt = performance.now();
       for (const { sequence, fed } of live)
         sequence.ahead = { fed, chosen: undefined, error, ms: endedAt - started, endedAt };
+      return;
     }
+    const chosen: (Chosen | undefined)[] = [];
+    const errors: unknown[] = [];
+    for (const [j, { sequence }] of live.entries()) {
+      try {
+        chosen.push(await this.choose(sequence, outputs[j]!));
+        errors.push(undefined);
+      } catch (error) {
+        // Its own failure (a response format): the others' steps stand.
+        chosen.push(undefined);
+        errors.push(error);
+      }
+    }
+    const endedAt = performance.now();
+    const ms = endedAt - started;
+    live.forEach(({ sequence, fed }, j) => {
+      sequence.ahead = { fed, chosen: chosen[j], error: errors[j], ms, endedAt };
+    });
   }
 
   /** A token's own text and the step's `k` most likely tokens, with theirs (never the logits). */
@@ -277,6 +364,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     const sequence = this.sequences.get(seq);
     if (!sequence) return;
     this.sequences.delete(seq);
+    sequence.constraint?.dispose();
     this.decoder.release(sequence.state);
   }
 }

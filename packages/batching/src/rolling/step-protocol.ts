@@ -1,4 +1,4 @@
-import type { SamplingParams } from '@kiln/core';
+import type { ResponseFormat, SamplingParams, SerializedKilnError } from '@kiln/core';
 import type { TopLogprob } from './generation-job.js';
 
 /**
@@ -27,6 +27,8 @@ export interface SequenceOpen {
    */
   readonly maxNewTokens?: number | undefined;
   readonly endTokens?: readonly number[] | undefined;
+  /** The shape its text must take: only tokens that keep to it are chosen. */
+  readonly responseFormat?: ResponseFormat | undefined;
 }
 
 export interface SequenceEntry {
@@ -51,6 +53,17 @@ export interface StepReply {
   readonly alternatives?: readonly (TokenAlternatives | undefined)[];
   /** The step's time on the worker's thread. */
   readonly hostMs: number;
+  /**
+   * Sequences that failed on their own in this step (a response format that cannot be
+   * compiled, a token their grammar refuses): they are closed, and their entries' tokens are
+   * -1. The other sequences went on.
+   */
+  readonly failures?: readonly SequenceFailure[];
+}
+
+export interface SequenceFailure {
+  readonly seq: number;
+  readonly error: SerializedKilnError;
 }
 
 /** A chosen token's own text and the step's most likely tokens, for log-probabilities. */

@@ -4,6 +4,7 @@ import type * as HfTokenizers from '@huggingface/tokenizers';
 import type { Tokenizer } from '@huggingface/tokenizers';
 import { KilnError, KilnErrorCode } from '../errors.js';
 import { lazyModule } from '../lazy-module.js';
+import type { GrammarVocabulary } from './response-format.js';
 import type { EncodeOptions, TextTokenizer } from './text-tokenizer.js';
 
 // Loaded with the first BPE tokenizer, not when core is imported (core loads in every thread).
@@ -42,6 +43,8 @@ export class BpeTokenizer implements TextTokenizer {
   // declarations do not check under `moduleResolution: nodenext` without skipLibCheck).
   private constructor(
     private readonly tokenizer: Tokenizer,
+    /** The parsed tokenizer.json, for grammarVocabulary. */
+    private readonly json: Record<string, unknown>,
     options: BpeTokenizerOptions & { eosToken?: string } = {},
   ) {
     let size = 0;
@@ -75,7 +78,10 @@ export class BpeTokenizer implements TextTokenizer {
       );
     }
     const eosToken = specialTokenText(tokenizerConfig.eos_token);
-    return new BpeTokenizer(tokenizer, { ...options, ...(eosToken ? { eosToken } : {}) });
+    return new BpeTokenizer(tokenizer, tokenizerJson as Record<string, unknown>, {
+      ...options,
+      ...(eosToken ? { eosToken } : {}),
+    });
   }
 
   /** A GPT-2 byte-level BPE tokenizer from its `vocab.json` object and `merges.txt` text. */
@@ -115,6 +121,31 @@ export class BpeTokenizer implements TextTokenizer {
   encode(text: string, options: EncodeOptions = {}): number[] {
     return this.tokenizer.encode(text, { add_special_tokens: options.addSpecialTokens ?? true })
       .ids;
+  }
+
+  /**
+   * Each token as tokenizer.json spells it (special tokens as ''), and how: GPT-2's byte
+   * alphabet under a ByteLevel decoder, else SentencePiece's ▁ and `<0xAB>` byte tokens.
+   */
+  grammarVocabulary(): GrammarVocabulary {
+    const tokens: string[] = new Array<string>(this.vocabSize).fill('');
+    for (const [text, id] of this.tokenizer.get_vocab(true)) tokens[id] = text;
+    const special = this.json.added_tokens;
+    if (Array.isArray(special))
+      for (const added of special as { id?: unknown; special?: unknown }[])
+        if (added.special === true && typeof added.id === 'number') tokens[added.id] = '';
+    const spec = JSON.stringify([this.json.decoder, this.json.pre_tokenizer, this.json.normalizer]);
+    const byteLevel = spec.includes('"ByteLevel"');
+    return {
+      tokens,
+      encoding: byteLevel ? 'byte_level' : 'byte_fallback',
+      prependSpace:
+        !byteLevel &&
+        (/"type":"Prepend","prepend":"▁"/.test(spec) ||
+          /"type":"Metaspace"[^}]*"(?:add_prefix_space":true|prepend_scheme":"(?:first|always)")/.test(
+            spec,
+          )),
+    };
   }
 
   decode(tokens: readonly number[]): string {

@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { KilnError, KilnErrorCode } from '../errors.js';
+import type { GrammarVocabulary } from './response-format.js';
 
 /** Turns text into token ids and back, for text generation. */
 export interface TextTokenizer {
@@ -18,6 +19,8 @@ export interface TextTokenizer {
    */
   encode(text: string, options?: EncodeOptions): number[];
   decode(tokens: readonly number[]): string;
+  /** The vocabulary as a grammar engine reads it (response_format), when the tokenizer can tell. */
+  grammarVocabulary?(): GrammarVocabulary;
 }
 
 export interface EncodeOptions {
@@ -96,5 +99,14 @@ export class CharTokenizer implements TextTokenizer {
 
   decode(tokens: readonly number[]): string {
     return tokens.map((t) => (t === this.eosTokenId ? '' : (this.vocab[t] ?? ''))).join('');
+  }
+
+  /** Each character as itself; the end of text is special. */
+  grammarVocabulary(): GrammarVocabulary {
+    return {
+      tokens: this.vocab.map((text, id) => (id === this.eosTokenId ? '' : text)),
+      encoding: 'raw',
+      prependSpace: false,
+    };
   }
 }

@@ -52,9 +52,22 @@ export class TokenSampler {
     this.state = (params.seed ?? Math.floor(Math.random() * 2 ** 32)) >>> 0;
   }
 
-  /** The next token given the logits of the last position and every token seen so far. */
-  next(logits: Float32Array, history: readonly number[]): number {
-    return this.choose(this.penalised(logits, history));
+  /**
+   * The next token given the logits of the last position and every token seen so far; with
+   * `allowed` (a bitmask: token t when bit t % 32 of word t >> 5 is set, as a response
+   * format's grammar gives it), only among those tokens.
+   */
+  next(logits: Float32Array, history: readonly number[], allowed?: Int32Array): number {
+    const scores = this.penalised(logits, history);
+    if (allowed) {
+      let any = false;
+      for (let t = 0; t < scores.length; t++) {
+        if (((allowed[t >> 5]! >>> (t & 31)) & 1) === 0) scores[t] = -Infinity;
+        else any = true;
+      }
+      if (!any) throw new KilnError(KilnErrorCode.Internal, 'no token may come next');
+    }
+    return this.choose(scores);
   }
 
   /**
