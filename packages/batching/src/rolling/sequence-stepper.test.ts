@@ -112,4 +112,56 @@ describe('SequenceStepper', () => {
     expect(logprob).toBeCloseTo(1 - Math.log(Math.E + 256), 5);
     await stepper.close();
   });
+
+  it('constrains a sequence to its response format; one that fails does so alone', async () => {
+    // The script writes '{"a":1}' then 'x' forever: the format turns the 'x' into the end.
+    const tokenizer = byteTokenizer();
+    const script = [...tokenizer.encode('{"a":1}'), ...tokenizer.encode('xxxx')];
+    const stepper = new SequenceStepper(new ScriptDecoder(script), tokenizer);
+    const format = { type: 'json_object' } as const;
+    const bad = { type: 'json_schema', schema: '{"type":5}' } as const;
+    const chosen: number[][] = [[], []];
+    for (let i = 0; i < 8; i++) {
+      const reply = await stepper.step({
+        opens:
+          i === 0
+            ? [{ seq: 1, responseFormat: format }, { seq: 2 }, { seq: 3, responseFormat: bad }]
+            : [],
+        entries: (i === 0 ? [1, 2, 3] : [1, 2]).map((seq) => ({ seq, tokens: [0], sample: true })),
+        releases: [],
+      });
+      if (i === 0) {
+        expect(reply.failures).toMatchObject([{ seq: 3, error: { code: 'INVALID_INPUT' } }]);
+        expect(reply.tokens[2]).toBe(-1);
+      } else expect(reply.failures).toBeUndefined();
+      chosen[0]!.push(reply.tokens[0]!);
+      chosen[1]!.push(reply.tokens[1]!);
+    }
+    // Its text is complete at '}': only the end of text may follow.
+    expect(tokenizer.decode(chosen[0]!.slice(0, 7))).toBe('{"a":1}');
+    expect(chosen[0]![7]).toBe(256);
+    expect(tokenizer.decode(chosen[1]!)).toBe('{"a":1}x');
+    await stepper.close();
+  });
+
+  it('fails a sequence whose decoder chose a token its format refuses, and only it', async () => {
+    const stepper = new SequenceStepper(
+      new ChoosingDecoder(),
+      new CharTokenizer(['<|endoftext|>', '{', '}', 'a']),
+    );
+    const reply = await stepper.step({
+      opens: [{ seq: 1, responseFormat: { type: 'json_object' } }, { seq: 2 }],
+      entries: [
+        { seq: 1, tokens: [1], sample: true },
+        { seq: 2, tokens: [1], sample: true },
+      ],
+      releases: [],
+    });
+    // The decoder chose '}' for both: not a JSON object's start.
+    expect(reply.failures).toMatchObject([
+      { seq: 1, error: { code: 'INVALID_INPUT', details: { param: 'response_format' } } },
+    ]);
+    expect(Array.from(reply.tokens)).toEqual([-1, 2]);
+    await stepper.close();
+  });
 });
