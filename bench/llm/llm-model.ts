@@ -4,7 +4,7 @@
 import { existsSync } from 'node:fs';
 import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import {
   LLAMA_MODEL_FILE,
   type LlamaDecoderOptions,
@@ -54,7 +54,10 @@ export async function llmModelFrom(
   values: LlmModelValues,
   log: (line: string) => void,
 ): Promise<LlmModel> {
-  if (values.model !== undefined) return { dir: values.model, description: values.model };
+  if (values.model !== undefined) {
+    const dir = resolve(values.model);
+    return { dir, description: dir };
+  }
   const tokenizer = values.tokenizer as NonNullable<LlamaDecoderOptions['tokenizer']>;
   const options = {
     layers: Number(values.layers),
