@@ -37,6 +37,7 @@ describe('readDecoderSignature', () => {
       vocabSize: 32,
       useCacheBranch: false,
       logitsToKeep: undefined,
+      cacheType: 'float32',
     });
   });
 
@@ -64,12 +65,16 @@ describe('readDecoderSignature', () => {
     });
   });
 
-  it('refuses a float16 KV cache by name', () => {
-    const { inputs, outputs } = decoder([-1, 2, -1, 16], { dtype: 'float16' });
+  it('reads a float16 KV cache (an fp16 export) and refuses other types by name', () => {
+    const half = decoder([-1, 2, -1, 16], { dtype: 'float16' });
+    expect(readDecoderSignature(half.inputs, half.outputs).cacheType).toBe('float16');
+    const plain = decoder([-1, 2, -1, 16]);
+    expect(readDecoderSignature(plain.inputs, plain.outputs).cacheType).toBe('float32');
+    const { inputs, outputs } = decoder([-1, 2, -1, 16], { dtype: 'bfloat16' });
     expect(() => readDecoderSignature(inputs, outputs)).toThrow(
       expect.objectContaining({
         code: 'UNSUPPORTED_FORMAT',
-        message: expect.stringMatching(/float16/),
+        message: expect.stringMatching(/bfloat16/),
       }),
     );
   });

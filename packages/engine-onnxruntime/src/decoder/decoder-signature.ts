@@ -11,6 +11,18 @@ export interface DecoderSignature {
   readonly useCacheBranch: boolean;
   /** The model takes `num_logits_to_keep` (or `logits_to_keep`): its name, fed all positions. */
   readonly logitsToKeep: string | undefined;
+  /** What the pasts and presents hold: float32 (default), or float16 (an fp16 export). */
+  readonly cacheType?: CacheType;
+}
+
+/** The KV cache's element type; float16 is held as its raw bits, as Kiln's tensors hold it. */
+export type CacheType = 'float32' | 'float16';
+
+/** A cache buffer of `type`. */
+export type CacheArray = Float32Array | Uint16Array;
+
+export function cacheArray(type: CacheType, length: number): CacheArray {
+  return type === 'float16' ? new Uint16Array(length) : new Float32Array(length);
 }
 
 /** What a Hugging Face config.json says of the sizes, for dimensions a model leaves open. */
@@ -49,10 +61,9 @@ export function readDecoderSignature(
   const layers = pasts.length / 2;
   if (layers < 1 || !Number.isInteger(layers)) throw unsupported('no past_key_values inputs');
   const first = inputs.find((d) => d.name === 'past_key_values.0.key');
-  if (first?.dtype !== undefined && first.dtype !== 'float32')
-    throw unsupported(
-      `its KV cache is ${first.dtype}; only float32 caches are served (a transformers.js folder's fp32, q8 or q4 file: option.dtype)`,
-    );
+  const cacheType = first?.dtype ?? 'float32';
+  if (cacheType !== 'float32' && cacheType !== 'float16')
+    throw unsupported(`its KV cache is ${cacheType}; float32 and float16 caches are served`);
   const declared = (dim: number | undefined) => (dim !== undefined && dim > 0 ? dim : undefined);
   const heads =
     declared(first?.shape?.[1]) ?? config.num_key_value_heads ?? config.num_attention_heads ?? -1;
@@ -84,5 +95,6 @@ export function readDecoderSignature(
     vocabSize,
     useCacheBranch: inputNames.has('use_cache_branch'),
     logitsToKeep: LOGITS_TO_KEEP.find((n) => inputNames.has(n)),
+    cacheType,
   };
 }

@@ -1,5 +1,5 @@
-import { KilnError, KilnErrorCode, NDList, Tensor } from '@kiln/core';
-import type { DecoderSignature } from './decoder-signature.js';
+import { KilnError, KilnErrorCode, NDList, Tensor, fromFloat16BitsArray } from '@kiln/core';
+import { type CacheArray, type DecoderSignature, cacheArray } from './decoder-signature.js';
 import { KvCache } from './kv-cache.js';
 import { groupByPast } from './past-groups.js';
 import { ResidentBatch } from './resident-batch.js';
@@ -42,12 +42,12 @@ export class KvBatchRunner {
     readonly runCost = Infinity,
   ) {}
 
-  /** Float32 values the caches hold, spare capacity and padding included. */
-  get allocatedFloats(): number {
-    let floats = 0;
-    for (const resident of this.residents) floats += resident.allocatedFloats;
-    for (const cache of this.caches.values()) floats += cache.allocatedFloats;
-    return floats;
+  /** Values the caches hold (of the cache's type), spare capacity and padding included. */
+  get allocatedValues(): number {
+    let values = 0;
+    for (const resident of this.residents) values += resident.allocatedValues;
+    for (const cache of this.caches.values()) values += cache.allocatedValues;
+    return values;
   }
 
   release(id: number): void {
@@ -85,8 +85,8 @@ export class KvBatchRunner {
   private cache(id: number): KvCache {
     let cache = this.caches.get(id);
     if (!cache) {
-      const { layers, heads, headSize } = this.signature;
-      cache = new KvCache(layers, heads, headSize);
+      const { layers, heads, headSize, cacheType = 'float32' } = this.signature;
+      cache = new KvCache(layers, heads, headSize, cacheType);
       this.caches.set(id, cache);
     }
     return cache;
@@ -189,10 +189,10 @@ export class KvBatchRunner {
   }
 
   /** Pasts [batch, heads, past, head] per layer (key, then value), each row right-aligned. */
-  private gather(ids: readonly number[], past: number): Float32Array[] {
-    const { layers, heads, headSize } = this.signature;
+  private gather(ids: readonly number[], past: number): CacheArray[] {
+    const { layers, heads, headSize, cacheType = 'float32' } = this.signature;
     return Array.from({ length: layers * 2 }, (_, index) => {
-      const data = new Float32Array(ids.length * heads * past * headSize);
+      const data = cacheArray(cacheType, ids.length * heads * past * headSize);
       ids.forEach((id, row) => {
         const resident = this.residentOf.get(id);
         if (resident) resident.gatherInto(id, index, data, row, past);
@@ -206,9 +206,9 @@ export class KvBatchRunner {
     entries: readonly KvStepEntry[],
     lengths: readonly number[],
     past: number,
-    pasts: readonly Float32Array[],
+    pasts: readonly CacheArray[],
   ): Promise<NDList> {
-    const { layers, heads, headSize } = this.signature;
+    const { layers, heads, headSize, cacheType = 'float32' } = this.signature;
     const batch = entries.length;
     const fresh = Math.max(...entries.map((e) => e.tokens.length));
     const total = past + fresh;
@@ -239,7 +239,7 @@ export class KvBatchRunner {
       for (const [k, kind] of (['key', 'value'] as const).entries()) {
         tensors.push(
           new Tensor(
-            'float32',
+            cacheType,
             pasts[layer * 2 + k]!,
             [batch, heads, past, headSize],
             `past_key_values.${layer}.${kind}`,
@@ -251,21 +251,25 @@ export class KvBatchRunner {
   }
 
   /** present.{layer}.key|value, in the order of the pasts. */
-  private presents(output: NDList): Float32Array[] {
+  private presents(output: NDList): CacheArray[] {
     return Array.from(
       { length: this.signature.layers * 2 },
       (_, index) =>
-        output.get(`present.${index >> 1}.${index & 1 ? 'value' : 'key'}`).data as Float32Array,
+        output.get(`present.${index >> 1}.${index & 1 ? 'value' : 'key'}`).data as CacheArray,
     );
   }
 
   /** Each entry's logits at its last fed position (rows hold `fresh` positions). */
   private logitsOf(output: NDList, entries: readonly KvStepEntry[], fresh: number): Float32Array[] {
     const { vocabSize } = this.signature;
-    const logits = output.get('logits').data as Float32Array;
+    const tensor = output.get('logits');
+    const logits = tensor.data as Float32Array | Uint16Array;
     return entries.map(({ tokens }, row) => {
       const at = (row * fresh + tokens.length - 1) * vocabSize;
-      return logits.slice(at, at + vocabSize);
+      // An fp16 model's logits: widened for the sampler, one row at a time.
+      return tensor.dtype === 'float16'
+        ? fromFloat16BitsArray((logits as Uint16Array).subarray(at, at + vocabSize))
+        : (logits as Float32Array).slice(at, at + vocabSize);
     });
   }
 }

@@ -1,3 +1,5 @@
+import { type CacheArray, type CacheType, cacheArray } from './decoder-signature.js';
+
 /**
  * One sequence's keys and values, per layer laid out [heads, capacity, head] so that a
  * head's positions are contiguous. Grows by doubling; `length` positions are filled.
@@ -5,20 +7,21 @@
 export class KvCache {
   length = 0;
   private capacity = 0;
-  private keys: Float32Array[];
-  private values: Float32Array[];
+  private keys: CacheArray[];
+  private values: CacheArray[];
 
   constructor(
     readonly layers: number,
     readonly heads: number,
     readonly headSize: number,
+    readonly type: CacheType = 'float32',
   ) {
-    this.keys = Array.from({ length: layers }, () => new Float32Array(0));
-    this.values = Array.from({ length: layers }, () => new Float32Array(0));
+    this.keys = Array.from({ length: layers }, () => cacheArray(type, 0));
+    this.values = Array.from({ length: layers }, () => cacheArray(type, 0));
   }
 
-  /** Float32 values held, including spare capacity. */
-  get allocatedFloats(): number {
+  /** Values held (of `type`), including spare capacity. */
+  get allocatedValues(): number {
     return this.layers * 2 * this.heads * this.capacity * this.headSize;
   }
 
@@ -29,7 +32,7 @@ export class KvCache {
   gatherInto(
     layer: number,
     kind: 'key' | 'value',
-    target: Float32Array,
+    target: CacheArray,
     row: number,
     past: number,
   ): void {
@@ -50,7 +53,7 @@ export class KvCache {
   appendFrom(
     layer: number,
     kind: 'key' | 'value',
-    present: Float32Array,
+    present: CacheArray,
     row: number,
     total: number,
     start: number,
@@ -71,8 +74,8 @@ export class KvCache {
   clear(): void {
     this.length = 0;
     this.capacity = 0;
-    this.keys = this.keys.map(() => new Float32Array(0));
-    this.values = this.values.map(() => new Float32Array(0));
+    this.keys = this.keys.map(() => cacheArray(this.type, 0));
+    this.values = this.values.map(() => cacheArray(this.type, 0));
   }
 
   /** Marks `count` appended positions (on every layer) as filled. */
@@ -86,8 +89,8 @@ export class KvCache {
     if (needed <= this.capacity) return;
     const capacity = Math.max(needed, this.capacity * 2, 16);
     const { heads, headSize, length } = this;
-    const grow = (old: Float32Array) => {
-      const next = new Float32Array(heads * capacity * headSize);
+    const grow = (old: CacheArray) => {
+      const next = cacheArray(this.type, heads * capacity * headSize);
       for (let h = 0; h < heads; h++)
         next.set(
           old.subarray(h * this.capacity * headSize, (h * this.capacity + length) * headSize),

@@ -1,8 +1,11 @@
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type LlamaDecoderModel,
+  decodeOnnxModel,
+  encodeOnnxModel,
+  float16IoModel,
   llamaDecoderModel,
   pythonTorchUnavailable,
 } from '@kiln/model-tools';
@@ -121,6 +124,7 @@ describe.skipIf(!run)('a Llama-style decoder in a transformers.js folder', () =>
         vocabSize: 256,
         useCacheBranch: false,
         logitsToKeep: undefined,
+        cacheType: 'float32',
       });
       expect(decoder.maxSequenceLength).toBe(128);
       expect(decoder.eosTokenId).toBe(0);
@@ -175,5 +179,21 @@ describe.skipIf(!run)('a Llama-style decoder in a transformers.js folder', () =>
     expect((error as Error).message).toMatch(
       /model_fp16\.onnx.*model\.onnx, model_quantized\.onnx/,
     );
+  });
+
+  it('serves an fp16 file (option.dtype fp16): pasts, presents and logits in float16', async () => {
+    const fp32 = decodeOnnxModel(await readFile(join(model.dir, 'onnx', 'model.onnx')));
+    const fp16 = float16IoModel(fp32, (name) => /^(past_key_values|present)\.|^logits$/.test(name));
+    await writeFile(join(model.dir, 'onnx', 'model_fp16.onnx'), encodeOnnxModel(fp16));
+    await withDecoder(model.dir, { dtype: 'fp16' }, async (decoder) => {
+      expect(decoder.signature.cacheType).toBe('float16');
+      // Half the bytes a position.
+      expect(decoder.cacheBytesPerToken).toBe(2 * 2 * 2 * 16 * 2);
+      // The cache rounded to float16 keeps torch's greedy choices on this model.
+      for (const [i, prompt] of PROMPTS.entries())
+        expect(await rollingGreedy(decoder, [prompt], 1)).toEqual([model.greedy[i]]);
+      expect(await rollingGreedy(decoder, PROMPTS, 4)).toEqual(model.greedy);
+      expect(await rollingGreedy(decoder, PROMPTS, 4, 3)).toEqual(model.greedy);
+    });
   });
 });

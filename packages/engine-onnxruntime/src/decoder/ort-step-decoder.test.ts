@@ -59,6 +59,7 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
       vocabSize: 97,
       useCacheBranch: false,
       logitsToKeep: undefined,
+      cacheType: 'float32',
     });
     expect(decoder.maxSequenceLength).toBe(128);
     expect(decoder.eosTokenId).toBe(0);

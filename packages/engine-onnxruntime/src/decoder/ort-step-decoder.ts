@@ -105,7 +105,7 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
 
   /** Bytes the caches hold, spare capacity and padding included. */
   get cacheBytesAllocated(): number {
-    return this.batches.allocatedFloats * 4;
+    return this.batches.allocatedValues * bytesOf(this.signature);
   }
 
   /** Positions cached over all live sequences. */
@@ -241,8 +241,14 @@ async function isFile(path: string): Promise<boolean> {
   return (await stat(path).catch(() => undefined))?.isFile() ?? false;
 }
 
-function cacheBytesPerToken({ layers, heads, headSize }: DecoderSignature): number {
-  return layers * 2 * heads * headSize * 4;
+function cacheBytesPerToken(signature: DecoderSignature): number {
+  const { layers, heads, headSize } = signature;
+  return layers * 2 * heads * headSize * bytesOf(signature);
+}
+
+/** Bytes of one cached value. */
+function bytesOf({ cacheType }: DecoderSignature): number {
+  return cacheType === 'float16' ? 2 : 4;
 }
 
 async function readHfConfig(dir: string): Promise<HfConfig> {

@@ -1,3 +1,4 @@
+import type { CacheArray } from './decoder-signature.js';
 import type { KvCache } from './kv-cache.js';
 
 /**
@@ -18,15 +19,15 @@ export class ResidentBatch {
     /** Positions in the tensors, padding included. */
     public past: number,
     /** Per layer: key then value, [rows, heads, past, head]. */
-    public tensors: Float32Array[],
+    public tensors: CacheArray[],
     private readonly heads: number,
     private readonly headSize: number,
   ) {
     ids.forEach((id, row) => this.rows.set(id, row));
   }
 
-  /** Float32 values held. */
-  get allocatedFloats(): number {
+  /** Values held. */
+  get allocatedValues(): number {
     return this.tensors.reduce((n, t) => n + t.length, 0);
   }
 
@@ -45,7 +46,7 @@ export class ResidentBatch {
   }
 
   /** Takes the step's presents as the new pasts: every row grew by one position. */
-  advance(presents: Float32Array[]): void {
+  advance(presents: CacheArray[]): void {
     this.tensors = presents;
     this.past += 1;
     for (let row = 0; row < this.lengths.length; row++) this.lengths[row]! += 1;
@@ -55,7 +56,7 @@ export class ResidentBatch {
    * Copies sequence `id`'s filled positions of tensor `index` into row `row` of a batch
    * tensor [batch, heads, past, head], right-aligned like KvCache.gatherInto.
    */
-  gatherInto(id: number, index: number, target: Float32Array, row: number, past: number): void {
+  gatherInto(id: number, index: number, target: CacheArray, row: number, past: number): void {
     const from = this.rows.get(id)!;
     const length = this.lengths[from]!;
     const source = this.tensors[index]!;
