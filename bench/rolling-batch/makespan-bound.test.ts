@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { makespanBoundMs } from './makespan-bound.js';
+
+describe('makespanBoundMs', () => {
+  it('is the work over the batch limit when everything arrives at once', () => {
+    const requests = [10, 10, 10, 10].map((tokens) => ({ arrivalMs: 0, tokens }));
+    expect(makespanBoundMs(requests, 2, 5)).toBe(20 * 5);
+    expect(makespanBoundMs(requests, 8, 5)).toBe(10 * 5);
+  });
+
+  it('holds a long request to one token per step', () => {
+    const requests = [
+      { arrivalMs: 0, tokens: 100 },
+      { arrivalMs: 0, tokens: 2 },
+    ];
+    expect(makespanBoundMs(requests, 8, 1)).toBe(100);
+  });
+
+  it('counts late work from its arrival', () => {
+    const requests = [
+      { arrivalMs: 0, tokens: 4 },
+      { arrivalMs: 1000, tokens: 6 },
+      { arrivalMs: 1000, tokens: 6 },
+    ];
+    // After t = 1000: 12 tokens at 2 a step, 6 steps of 10 ms.
+    expect(makespanBoundMs(requests, 2, 10)).toBe(1000 + 60);
+    // Measured from the first arrival.
+    const later = requests.map((r) => ({ ...r, arrivalMs: r.arrivalMs + 500 }));
+    expect(makespanBoundMs(later, 2, 10)).toBe(1060);
+  });
+});
