@@ -1,0 +1,87 @@
+import { NDList, Tensor } from '@kiln/core';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { DecoderSignature } from './decoder-signature.js';
+import { KvBatchRunner } from './kv-batch-runner.js';
+import { KvCache } from './kv-cache.js';
+import { ResidentBatch } from './resident-batch.js';
+
+const SIGNATURE: DecoderSignature = {
+  layers: 2,
+  heads: 2,
+  headSize: 4,
+  vocabSize: 5,
+  useCacheBranch: false,
+  logitsToKeep: undefined,
+};
+const PASTS = SIGNATURE.layers * 2;
+
+/**
+ * A decoder session as ONNX Runtime runs one: each present is a fresh tensor holding the
+ * past as fed, then the new positions (as the exported graph's Concat makes it). It keeps
+ * what each run was fed and what it returned.
+ */
+function recordingSession() {
+  const runs: { pasts: Float32Array[]; presents: Float32Array[] }[] = [];
+  const run = async (inputs: NDList): Promise<NDList> => {
+    const [batch, fresh] = inputs.get('input_ids').shape as [number, number];
+    const pasts: Float32Array[] = [];
+    const presents: Float32Array[] = [];
+    const out: Tensor[] = [];
+    const { heads, headSize } = SIGNATURE;
+    for (let index = 0; index < PASTS; index++) {
+      const name = `${index >> 1}.${index & 1 ? 'value' : 'key'}`;
+      const past = inputs.get(`past_key_values.${name}`);
+      const length = past.shape[2]!;
+      const present = new Float32Array(batch * heads * (length + fresh) * headSize);
+      for (let row = 0; row < batch * heads; row++) {
+        const from = (past.data as Float32Array).subarray(
+          row * length * headSize,
+          (row + 1) * length * headSize,
+        );
+        present.set(from, row * (length + fresh) * headSize);
+        present.fill(runs.length + 1, (row * (length + fresh) + length) * headSize);
+        present.fill(0, (row + 1) * (length + fresh) * headSize);
+      }
+      pasts.push(past.data as Float32Array);
+      presents.push(present);
+      out.push(
+        new Tensor('float32', present, [batch, heads, length + fresh, headSize], `present.${name}`),
+      );
+    }
+    const logits = new Float32Array(batch * fresh * SIGNATURE.vocabSize);
+    out.push(new Tensor('float32', logits, [batch, fresh, SIGNATURE.vocabSize], 'logits'));
+    runs.push({ pasts, presents });
+    return new NDList(out);
+  };
+  return { run, runs };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('KvBatchRunner', () => {
+  it('feeds a steady decode batch the presents of its last step as they are, gathering no cache', async () => {
+    const session = recordingSession();
+    const runner = new KvBatchRunner(session.run, SIGNATURE, 512);
+    const ids = [1, 2, 3, 4];
+    await runner.step(ids.map((id) => ({ id, tokens: Array.from({ length: id * 3 }, () => 7) })));
+    // The first decode step gathers each sequence's cache into the batch once.
+    await runner.step(ids.map((id) => ({ id, tokens: [1] })));
+    const caches = vi.spyOn(KvCache.prototype, 'gatherInto');
+    const residents = vi.spyOn(ResidentBatch.prototype, 'gatherInto');
+    const before = session.runs.length;
+    for (let step = 0; step < 20; step++) await runner.step(ids.map((id) => ({ id, tokens: [1] })));
+    expect(caches).not.toHaveBeenCalled();
+    expect(residents).not.toHaveBeenCalled();
+    const steady = session.runs.slice(before - 1);
+    expect(steady).toHaveLength(21);
+    for (let n = 1; n < steady.length; n++)
+      for (let index = 0; index < PASTS; index++)
+        expect(steady[n]!.pasts[index]).toBe(steady[n - 1]!.presents[index]);
+    // A change of company gathers again (so the spies do see gathering).
+    runner.release(4);
+    await runner.step([1, 2, 3].map((id) => ({ id, tokens: [1] })));
+    expect(caches.mock.calls.length + residents.mock.calls.length).toBeGreaterThan(0);
+  });
+});
