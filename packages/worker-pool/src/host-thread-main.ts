@@ -150,7 +150,11 @@ async function startStepper(
   }
   decoder.onLost?.(onLost);
   // Steps ahead while each answer crosses to the rolling loop: the crossing leaves the step.
-  return new SequenceStepper(decoder, tokenizer, { lookAhead: true });
+  const stepper = new SequenceStepper(decoder, tokenizer, { lookAhead: true });
+  // The grammar engine's view of a large vocabulary takes a while to build: at start, not in
+  // the middle of the first response_format request's steps (and everyone's with it).
+  await stepper.prepareResponseFormats();
+  return stepper;
 }
 
 /** Runs one step of a step worker; a failed step fails only its sequences (on the main side). */

@@ -216,6 +216,21 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     });
   }
 
+  /**
+   * Builds what response formats need for this tokenizer (XGrammar's view of the vocabulary:
+   * about a second at 32k tokens) now rather than on the first request that asks; nothing
+   * when the tokenizer cannot tell its tokens' text.
+   */
+  async prepareResponseFormats(): Promise<void> {
+    if (!this.tokenizer?.grammarVocabulary) return;
+    try {
+      await this.responseGrammars().prepare();
+    } catch {
+      // A model that cannot take response formats (no end token, say) serves all else; a
+      // request asking for one hears why.
+    }
+  }
+
   private responseGrammars(): ResponseGrammars {
     if (this.grammars) return this.grammars;
     const vocabulary = this.tokenizer?.grammarVocabulary?.();

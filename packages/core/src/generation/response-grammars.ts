@@ -145,6 +145,11 @@ export class ResponseGrammars {
     private readonly endTokens: readonly number[],
   ) {}
 
+  /** Builds the compiler for this vocabulary, and json_object's grammar, ahead of use. */
+  async prepare(): Promise<void> {
+    (await this.constraint({ type: 'json_object' })).dispose();
+  }
+
   /** A fresh constraint for one sequence; INVALID_INPUT when the format cannot be compiled. */
   async constraint(format: ResponseFormat): Promise<TokenConstraint> {
     if (this.endTokens.length === 0)
