@@ -1,7 +1,10 @@
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { gpt2TokenizerJson } from '@kiln/core';
 
 /** GPT-2's end-of-text token: the id after the 256 bytes. */
 export const BYTE_BPE_END_OF_TEXT = '<|endoftext|>';
+export const BYTE_BPE_END_OF_TEXT_ID = 256;
 
 /**
  * GPT-2's byte → character table: printable Latin-1 bytes stand for themselves, the others
@@ -42,4 +45,24 @@ export function byteBpeTokenizerJson(vocabSize: number): object {
       `a byte-level BPE vocabulary here holds at most ${Object.keys(vocab).length} tokens`,
     );
   return gpt2TokenizerJson(vocab, merges.join('\n'));
+}
+
+/**
+ * Writes a byte-level BPE `tokenizer.json` (byteBpeTokenizerJson's) and GPT-2's
+ * `tokenizer_config.json` beside it (`<|endoftext|>` begins and ends text, none added).
+ */
+export async function writeByteBpeTokenizer(
+  dir: string,
+  json: object,
+  maxLen: number,
+): Promise<void> {
+  await writeFile(join(dir, 'tokenizer.json'), `${JSON.stringify(json)}\n`);
+  const config = {
+    tokenizer_class: 'GPT2Tokenizer',
+    bos_token: BYTE_BPE_END_OF_TEXT,
+    eos_token: BYTE_BPE_END_OF_TEXT,
+    add_bos_token: false,
+    model_max_length: maxLen,
+  };
+  await writeFile(join(dir, 'tokenizer_config.json'), `${JSON.stringify(config, null, 2)}\n`);
 }

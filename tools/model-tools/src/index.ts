@@ -63,5 +63,26 @@ export {
 export {
   byteBpeTokenizerJson,
   gpt2ByteCharacters,
+  writeByteBpeTokenizer,
   BYTE_BPE_END_OF_TEXT,
+  BYTE_BPE_END_OF_TEXT_ID,
 } from './byte-bpe-tokenizer.js';
+export {
+  gpt2DecoderModel,
+  GPT2_DECODER_SCRIPT,
+  type Gpt2DecoderModel,
+  type Gpt2DecoderOptions,
+} from './gpt2-decoder.js';
+export {
+  sentencePieceTokenizerJson,
+  sentencePieceTokenizerConfig,
+  SENTENCEPIECE_SPACE,
+  SENTENCEPIECE_UNK,
+  SENTENCEPIECE_BOS,
+  SENTENCEPIECE_EOS,
+  SENTENCEPIECE_BOS_ID,
+  SENTENCEPIECE_EOS_ID,
+  SENTENCEPIECE_CHAT_TEMPLATE,
+} from './sentencepiece-tokenizer.js';
+export { trainWordBpe } from './word-bpe-trainer.js';
+export { readKjvText } from './kjv-text.js';

@@ -5,7 +5,7 @@ import { loadTextTokenizer } from '@kiln/core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LLAMA_MODEL_FILE, llamaDecoderModel } from './llama-decoder.js';
 import { decodeOnnxModel } from './save-model.js';
-import { pythonTorchUnavailable } from './tiny-gpt.js';
+import { kjvTextUnavailable, pythonTorchUnavailable } from './tiny-gpt.js';
 
 const unavailable = pythonTorchUnavailable();
 if (unavailable) console.warn(`skipping the Llama decoder export: ${unavailable}`);
@@ -88,6 +88,35 @@ describe.skipIf(unavailable !== null)('llamaDecoderModel', () => {
     for (let id = 257; id < 320; id++)
       expect(tokenizer.encode(tokenizer.decode([id]))).toEqual([id]);
   });
+
+  it.skipIf(kjvTextUnavailable() !== null)(
+    "writes Llama 2's kind of tokenizer: <s> added, </s> ends text, a chat template",
+    async () => {
+      const model = await llamaDecoderModel(join(root, 'sentencepiece'), {
+        hidden: 32,
+        vocab: 700,
+        tokenizer: 'sentencepiece',
+      });
+      expect(model).toMatchObject({ beginOfText: 1, endOfText: 2, vocabSize: 700 });
+      const read = async (file: string) =>
+        JSON.parse(await readFile(join(model.dir, file), 'utf8')) as Record<string, unknown>;
+      expect(await read('config.json')).toMatchObject({ bos_token_id: 1, eos_token_id: 2 });
+      expect(await read('generation_config.json')).toEqual({ bos_token_id: 1, eos_token_id: 2 });
+      expect(await read('tokenizer_config.json')).toMatchObject({
+        add_bos_token: true,
+        bos_token: '<s>',
+        eos_token: '</s>',
+        chat_template: expect.stringContaining('add_generation_prompt'),
+      });
+      const tokenizer = await loadTextTokenizer(model.dir);
+      expect(tokenizer.vocabSize).toBe(700);
+      expect(tokenizer.eosTokenId).toBe(2);
+      const text = 'And God said, Let there be light \u{1F31E}';
+      const ids = tokenizer.encode(text);
+      expect(ids[0]).toBe(1);
+      expect(tokenizer.decode(ids)).toBe(text);
+    },
+  );
 
   it('refuses a byte-level BPE vocabulary too small for the bytes and end of text', async () => {
     await expect(

