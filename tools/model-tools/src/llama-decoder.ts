@@ -28,8 +28,8 @@ export interface LlamaDecoderOptions {
   /** Key/value heads (grouped-query attention when fewer than `heads`). */
   readonly kvHeads?: number;
   /**
-   * Vocabulary size; default 256 (257 at least for `byte-bpe`), 1024 for `sentencepiece`
-   * (which needs at least 259 + the King James Bible's characters).
+   * Vocabulary size; default 256, 512 for `byte-bpe` (which needs 257 at least), 1024 for
+   * `sentencepiece` (which needs at least 259 + the King James Bible's characters).
    */
   readonly vocab?: number;
   /**
@@ -93,7 +93,7 @@ export async function llamaDecoderModel(
   const heads = options.heads ?? 4;
   const kvHeads = options.kvHeads ?? 2;
   const kind = options.tokenizer ?? 'chars';
-  const vocabSize = options.vocab ?? (kind === 'sentencepiece' ? 1024 : 256);
+  const vocabSize = options.vocab ?? { chars: 256, 'byte-bpe': 512, sentencepiece: 1024 }[kind];
   const maxLen = options.maxLen ?? 128;
   const endOfText = { chars: 0, 'byte-bpe': 256, sentencepiece: SENTENCEPIECE_EOS_ID }[kind];
   const beginOfText = kind === 'sentencepiece' ? SENTENCEPIECE_BOS_ID : endOfText;
