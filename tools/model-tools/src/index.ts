@@ -86,3 +86,4 @@ export {
 } from './sentencepiece-tokenizer.js';
 export { trainWordBpe } from './word-bpe-trainer.js';
 export { readKjvText } from './kjv-text.js';
+export { float16IoModel } from './float16-io.js';
