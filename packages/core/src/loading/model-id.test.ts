@@ -115,6 +115,16 @@ describe('option.model_id', () => {
     }
   });
 
+  it("takes a folder inside the model's own under a root it is not in (an unpacked archive)", async () => {
+    const dir = await folder('cache/unpacked', {
+      'serving.properties': 'option.model_id=weights\n',
+      'weights/model.fake': 'w',
+    });
+    expect((await inspectModelSource(dir, { registry, root: path.join(work, 'store') })).dir).toBe(
+      path.join(dir, 'weights'),
+    );
+  });
+
   it("leaves option.model_id to a handler that reads it (Python mode's)", async () => {
     const dir = await folder('handler', {
       'model.py': '',

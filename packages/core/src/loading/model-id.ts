@@ -14,8 +14,9 @@ const REMOTE_SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
 
 export interface ModelIdOptions extends ResolveModelSourceOptions {
   /**
-   * The folder the model's files must resolve into (a client registration's model store):
-   * checked on the path as written before the file system is touched, then on its real path.
+   * The folder the model's files must resolve into (a client registration's model store), the
+   * model's own folder aside (an archive unpacked into the cache): checked on the path as
+   * written before the file system is touched, then on its real path.
    */
   readonly root?: string | undefined;
 }
@@ -35,7 +36,9 @@ export async function resolveModelIdSource(
   if (scheme !== undefined && scheme !== 'file') throw notDownloaded(written, 'remote');
   const location = path.resolve(modelDir, scheme === 'file' ? fileURLPath(written) : written);
   const root = options.root === undefined ? undefined : path.resolve(options.root);
-  if (root !== undefined && !isInside(location, root)) throw outsideRoot(written);
+  const allowed = (target: string, folders: readonly string[]) =>
+    folders.some((folder) => isInside(target, folder));
+  if (root !== undefined && !allowed(location, [root, modelDir])) throw outsideRoot(written);
   try {
     await stat(location);
   } catch {
@@ -47,7 +50,10 @@ export async function resolveModelIdSource(
       `option.model_id names no folder (${shown}); relative paths start at the model's folder`,
     );
   }
-  if (root !== undefined && !isInside(await realpath(location), await realpath(root)))
+  if (
+    root !== undefined &&
+    !allowed(await realpath(location), [await realOrAsIs(root), await realOrAsIs(modelDir)])
+  )
     throw outsideRoot(written);
   return resolveModelSource(location, options);
 }
@@ -80,6 +86,11 @@ function fileURLPath(url: string): string {
       `option.model_id=${url} is not a valid file URL`,
     );
   }
+}
+
+/** A folder's real path, or the path as it is when it cannot be resolved. */
+function realOrAsIs(folder: string): Promise<string> {
+  return realpath(folder).catch(() => folder);
 }
 
 function isInside(child: string, parent: string): boolean {
