@@ -23,8 +23,8 @@ export const LLM_MODEL_OPTIONS = {
   'kv-heads': { type: 'string', default: '4' },
   /** Default: 32000, or the most a byte-level BPE tokenizer here holds. */
   vocab: { type: 'string' },
-  /** `byte-bpe`, or another tokenizer kind llamaDecoderModel writes. */
-  tokenizer: { type: 'string', default: 'byte-bpe' },
+  /** `sentencepiece` (Llama 2's kind) or `byte-bpe` (GPT-2's kind), as llamaDecoderModel writes them. */
+  tokenizer: { type: 'string', default: 'sentencepiece' },
   /** The longest sequence: the longest prompt plus the longest output must fit. */
   'max-len': { type: 'string', default: '512' },
 } as const;
