@@ -195,55 +195,31 @@ async function measure(): Promise<Map<number, Figures>> {
 function summarise(byConcurrency: Map<number, Figures>): void {
   console.log('\nmedian [min–max] over rounds');
   for (const [concurrency, figures] of byConcurrency) {
-    const of = (name: string, pick: (f: StreamedRunFigures) => number) =>
-      spreadOf(figures[name]!.map(pick));
-    for (const name of names)
+    for (const name of names) {
+      const of = (pick: (f: StreamedRunFigures) => number, digits: number) =>
+        formatSpread(spreadOf(figures[name]!.map(pick)), digits);
+      const tokensPerS = of((f) => f.tokensPerS, 1);
+      const ttft = of((f) => f.ttftP50Ms, 0);
+      const perToken = of((f) => f.msPerToken, 2);
       console.log(
-        `c${concurrency} ${name.padEnd(16)} tokens/s ${formatSpread(of(name, (f) => f.tokensPerS))}  TTFT p50 ${formatSpread(
-          of(name, (f) => f.ttftP50Ms),
-          0,
-        )} ms  per token ${formatSpread(
-          of(name, (f) => f.msPerToken),
-          2,
-        )} ms  load ${loadAverage()}`,
+        `c${concurrency} ${name.padEnd(16)} tokens/s ${tokensPerS}  TTFT p50 ${ttft} ms  per token ${perToken} ms  load ${loadAverage()}`,
       );
+    }
   }
   const ratio = (concurrency: number, pick: (f: StreamedRunFigures) => number) => {
     const figures = byConcurrency.get(concurrency)!;
     return ratioSpread(figures[KILN]!.map(pick), figures[TJS]!.map(pick));
   };
   const high = concurrencies[0]!;
+  const tokensPerS = ratio(high, (f) => f.tokensPerS);
+  const ttft = ratio(high, (f) => f.ttftP50Ms);
+  const perToken = ratio(1, (f) => f.msPerToken);
+  const aloneTokensPerS = ratio(1, (f) => f.tokensPerS);
   console.log(`\nratios kiln ÷ transformers.js within each round (load ${loadAverage()})`);
-  console.log(
-    `kiln ÷ transformers.js tokens/s: ${formatSpread(
-      ratio(high, (f) => f.tokensPerS),
-      2,
-    )}`,
-  );
-  console.log(
-    goalRatio(
-      `c${high} TTFT p50 kiln ÷ transformers.js`,
-      ratio(high, (f) => f.ttftP50Ms),
-      {
-        atMost: 0.5,
-      },
-    ),
-  );
-  console.log(
-    goalRatio(
-      `c1 per-token time kiln ÷ transformers.js`,
-      ratio(1, (f) => f.msPerToken),
-      {
-        atMost: 1.05,
-      },
-    ),
-  );
-  console.log(
-    `c1 tokens/s kiln ÷ transformers.js: ${formatSpread(
-      ratio(1, (f) => f.tokensPerS),
-      2,
-    )}`,
-  );
+  console.log(`kiln ÷ transformers.js tokens/s: ${formatSpread(tokensPerS, 2)}`);
+  console.log(goalRatio(`c${high} TTFT p50 kiln ÷ transformers.js`, ttft, { atMost: 0.5 }));
+  console.log(goalRatio('c1 per-token time kiln ÷ transformers.js', perToken, { atMost: 1.05 }));
+  console.log(`c1 tokens/s kiln ÷ transformers.js: ${formatSpread(aloneTokensPerS, 2)}`);
   console.log(lengthLine(byConcurrency));
 }
 
