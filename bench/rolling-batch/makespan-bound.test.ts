@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { makespanBoundMs } from './makespan-bound.js';
+import { firstComeFirstServedMs, makespanBoundMs } from './makespan-bound.js';
 
 describe('makespanBoundMs', () => {
   it('is the work over the batch limit when everything arrives at once', () => {
@@ -27,5 +27,28 @@ describe('makespanBoundMs', () => {
     // Measured from the first arrival.
     const later = requests.map((r) => ({ ...r, arrivalMs: r.arrivalMs + 500 }));
     expect(makespanBoundMs(later, 2, 10)).toBe(1060);
+  });
+});
+
+describe('firstComeFirstServedMs', () => {
+  it('admits in arrival order while a slot is free, and never beats the bound', () => {
+    const requests = [
+      { arrivalMs: 0, tokens: 3 },
+      { arrivalMs: 0, tokens: 1 },
+      { arrivalMs: 5, tokens: 2 },
+    ];
+    // The second leaves after step 1; the third (arrived at 5 ms) takes its slot at 10 ms.
+    expect(firstComeFirstServedMs(requests, 2, 10)).toEqual({ ms: 30, steps: 3 });
+    // With one slot the third waits for the first: 3 + 1 + 2 steps.
+    expect(firstComeFirstServedMs(requests, 1, 10)).toEqual({ ms: 60, steps: 6 });
+    expect(makespanBoundMs(requests, 2, 10)).toBeLessThanOrEqual(30);
+  });
+
+  it('waits for a late arrival with nothing running', () => {
+    const requests = [
+      { arrivalMs: 0, tokens: 1 },
+      { arrivalMs: 100, tokens: 1 },
+    ];
+    expect(firstComeFirstServedMs(requests, 4, 10)).toEqual({ ms: 110, steps: 2 });
   });
 });

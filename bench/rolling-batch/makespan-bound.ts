@@ -39,3 +39,35 @@ export function makespanBoundMs(
   }
   return bound;
 }
+
+/**
+ * The time rolling batching itself would take at no cost of its own: requests admitted in
+ * arrival order at step boundaries while a slot is free, every step `stepMs`, each sequence
+ * one token a step. Between the bound and this lies the policy (first come, first served,
+ * never pausing a sequence); between this and a measured run, the implementation and the
+ * machine.
+ */
+export function firstComeFirstServedMs(
+  requests: readonly BoundRequest[],
+  maxBatch: number,
+  stepMs: number,
+): { ms: number; steps: number } {
+  const waiting = [...requests].sort((a, b) => a.arrivalMs - b.arrivalMs);
+  const start = waiting[0]?.arrivalMs ?? 0;
+  let now = start;
+  let steps = 0;
+  let active: number[] = [];
+  let next = 0;
+  while (next < waiting.length || active.length > 0) {
+    while (next < waiting.length && active.length < maxBatch && waiting[next]!.arrivalMs <= now)
+      active.push(waiting[next++]!.tokens);
+    if (active.length === 0) {
+      now = waiting[next]!.arrivalMs;
+      continue;
+    }
+    now += stepMs;
+    steps++;
+    active = active.map((left) => left - 1).filter((left) => left > 0);
+  }
+  return { ms: now - start, steps };
+}
