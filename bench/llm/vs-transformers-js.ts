@@ -113,10 +113,17 @@ await writeFile(
   ].join('\n'),
 );
 
-if (!values['no-build']) buildKilnCli();
-const kiln = await startKilnServe('llm', kilnDir, port);
+const removeKilnDir = () => rm(kilnDir, { recursive: true, force: true });
+const kiln = await (async () => {
+  if (!values['no-build']) buildKilnCli();
+  return startKilnServe('llm', kilnDir, port);
+})().catch(async (error: unknown) => {
+  await removeKilnDir();
+  throw error;
+});
 const tjs = await startTransformersJs(model.dir, port + 3).catch(async (error: unknown) => {
   await kiln.stop();
+  await removeKilnDir();
   throw error;
 });
 const servers: Record<string, StreamingServer> = {
@@ -133,7 +140,7 @@ try {
 } finally {
   console.log(machineLine());
   await Promise.all([kiln.stop(), tjs.stop()]);
-  await rm(kilnDir, { recursive: true, force: true });
+  await removeKilnDir();
 }
 
 /**
