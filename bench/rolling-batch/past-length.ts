@@ -6,6 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import {
   DEFAULT_SESSION_CONFIG,
@@ -47,6 +48,21 @@ const steps = Number(values.steps);
 const rounds = Number(values.rounds);
 const WARM_STEPS = 2;
 
+// Garbage collection inside the timed steps: every step returns fresh presents (the whole
+// cache, from ONNX Runtime) for both, so collecting them grows with the past for both.
+const collections: { start: number; end: number }[] = [];
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries())
+    collections.push({ start: e.startTime, end: e.startTime + e.duration });
+}).observe({ entryTypes: ['gc'] });
+/** ms of collection within [from, to], once the observer has reported it. */
+async function collectedMs(from: number, to: number): Promise<number> {
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  return collections
+    .filter((c) => c.start >= from && c.start < to)
+    .reduce((ms, c) => ms + Math.min(c.end, to) - c.start, 0);
+}
+
 const root = await mkdtemp(join(tmpdir(), 'kiln-bench-past-'));
 let dir = values.model;
 if (dir === undefined) {
@@ -71,6 +87,12 @@ const raw = await ort.InferenceSession.create(
 );
 const { layers, heads, headSize, vocabSize } = kiln.signature;
 
+/** ms per token of the timed steps, and of garbage collection within them. */
+interface PerToken {
+  readonly ms: number;
+  readonly gcMs: number;
+}
+
 /**
  * ms per token of `steps` decode steps, `batch` sequences at `past` positions, through Kiln:
  * in all, and in its session's run.
@@ -79,7 +101,7 @@ async function kilnPerToken(
   decoder: OrtStepDecoder,
   batch: number,
   past: number,
-): Promise<{ ms: number; sessionMs: number }> {
+): Promise<PerToken & { sessionMs: number }> {
   const sequences = Array.from({ length: batch }, () => decoder.open());
   const prompt = Array.from({ length: past }, (_, i) => (i * 31 + 7) % vocabSize);
   const feed = (tokens: number[]) => sequences.map((state: DecoderSequence) => ({ state, tokens }));
@@ -92,13 +114,18 @@ async function kilnPerToken(
     await decoder.step(feed([1]));
     sessionMs += decoder.lastSessionMs;
   }
-  const ms = performance.now() - started;
+  const ended = performance.now();
   for (const state of sequences) decoder.release(state);
-  return { ms: ms / (steps * batch), sessionMs: sessionMs / (steps * batch) };
+  const perToken = (ms: number) => ms / (steps * batch);
+  return {
+    ms: perToken(ended - started),
+    sessionMs: perToken(sessionMs),
+    gcMs: perToken(await collectedMs(started, ended)),
+  };
 }
 
 /** The same steps on a bare session: pasts fed as tensors, presents fed back as they come. */
-async function rawPerToken(batch: number, past: number): Promise<number> {
+async function rawPerToken(batch: number, past: number): Promise<PerToken> {
   const shape = (length: number) => [batch, heads, length, headSize];
   let caches: Record<string, InstanceType<typeof ort.Tensor>> = {};
   for (let layer = 0; layer < layers; layer++)
@@ -132,7 +159,9 @@ async function rawPerToken(batch: number, past: number): Promise<number> {
   for (let s = 0; s < WARM_STEPS; s++) await step(length++);
   const started = performance.now();
   for (let s = 0; s < steps; s++) await step(length++);
-  return (performance.now() - started) / (steps * batch);
+  const ended = performance.now();
+  const perToken = (ms: number) => ms / (steps * batch);
+  return { ms: perToken(ended - started), gcMs: perToken(await collectedMs(started, ended)) };
 }
 
 console.log(machineLine());
@@ -147,21 +176,33 @@ interface Figures {
   kiln: number[];
   /** Kiln's session runs alone: ONNX Runtime's time inside Kiln's steps. */
   kilnSession: number[];
+  kilnGc: number[];
   raw: number[];
+  rawGc: number[];
 }
 const results = new Map<string, Figures>();
 const label = (batch: number, past: number) => `batch ${batch}, past ${past}`;
 for (let round = 0; round < rounds; round++) {
   for (const batch of batches) {
     for (const past of pasts) {
-      const f = results.get(label(batch, past)) ?? { kiln: [], kilnSession: [], raw: [] };
+      const f = results.get(label(batch, past)) ?? {
+        kiln: [],
+        kilnSession: [],
+        kilnGc: [],
+        raw: [],
+        rawGc: [],
+      };
       results.set(label(batch, past), f);
       for (const who of orderOf(['kiln', 'raw'] as const, round)) {
-        if (who === 'raw') f.raw.push(await rawPerToken(batch, past));
-        else {
-          const { ms, sessionMs } = await kilnPerToken(kiln, batch, past);
+        if (who === 'raw') {
+          const { ms, gcMs } = await rawPerToken(batch, past);
+          f.raw.push(ms);
+          f.rawGc.push(gcMs);
+        } else {
+          const { ms, sessionMs, gcMs } = await kilnPerToken(kiln, batch, past);
           f.kiln.push(ms);
           f.kilnSession.push(sessionMs);
+          f.kilnGc.push(gcMs);
         }
       }
       console.log(
@@ -171,10 +212,14 @@ for (let round = 0; round < rounds; round++) {
   }
 }
 
-console.log('\nms per token, median [min–max] over rounds; Kiln ÷ raw from the same rounds');
+console.log(
+  "\nms per token, median [min–max] over rounds; Kiln ÷ raw from the same rounds. Kiln's own: its step less its session run. gc: garbage collection within the steps (both collect the presents each step returns; it may overlap a session run, which runs off this thread)",
+);
+const perRound = (f: Figures, pick: (r: number) => number) => f.kiln.map((_, r) => pick(r));
 for (const [name, f] of results) {
+  const own = perRound(f, (r) => f.kiln[r]! - f.kilnSession[r]!);
   console.log(
-    `${name.padEnd(20)} Kiln ${formatSpread(spreadOf(f.kiln), 3)} (its own, outside the session run: ${formatSpread(spreadOf(f.kiln.map((k, r) => k - f.kilnSession[r]!)), 3)})  raw ${formatSpread(spreadOf(f.raw), 3)}  Kiln ÷ raw ${formatSpread(ratioSpread(f.kiln, f.raw), 2)}×`,
+    `${name.padEnd(20)} Kiln ${formatSpread(spreadOf(f.kiln), 3)} (its own ${formatSpread(spreadOf(own), 3)}, gc ${formatSpread(spreadOf(f.kilnGc), 3)})  raw ${formatSpread(spreadOf(f.raw), 3)} (gc ${formatSpread(spreadOf(f.rawGc), 3)})  Kiln ÷ raw ${formatSpread(ratioSpread(f.kiln, f.raw), 2)}×`,
   );
 }
 for (const batch of batches) {
