@@ -295,7 +295,9 @@ describe('OpenAI parity with the official openai client', () => {
     const base = { model: 'gpt', messages: [{ role: 'user' as const, content: 'Hi' }] };
     for (const [extra, param, code] of [
       [{ frobnicate: true }, 'frobnicate', 'unknown_parameter'],
-      [{ response_format: { type: 'json_object' } }, 'response_format', 'unsupported_parameter'],
+      [{ response_format: { type: 'yaml' } }, 'response_format.type', 'invalid_value'],
+      // This model has no end token: a response format could never end its text.
+      [{ response_format: { type: 'json_object' } }, 'response_format', 'invalid_input'],
       [{ presence_penalty: 1 }, 'presence_penalty', 'unsupported_parameter'],
       [{ logprobs: true, top_logprobs: 21 }, 'top_logprobs', 'invalid_value'],
       [{ top_logprobs: 2 }, 'top_logprobs', 'invalid_value'],
