@@ -110,6 +110,7 @@ export async function createGenerationPool(
       ? resolved
       : { ...resolved, startTimeoutMs: planned.loadTimeoutMs };
   const prompts = await TokenizerThread.start(recipe.load.request.modelDir);
+  const rolling = rollingBatchSettings(recipe.load.request.properties);
   const pool = new StepPool(
     {
       name: options.name ?? recipe.load.request.name,
@@ -127,6 +128,7 @@ export async function createGenerationPool(
                 threads,
                 pinCores: sharedHost ? undefined : cores,
                 nice: settings.workerNice,
+                rolling,
               },
               label,
               transferInputs: false,
@@ -142,7 +144,7 @@ export async function createGenerationPool(
       },
     },
     prompts,
-    rollingBatchSettings(recipe.load.request.properties),
+    rolling,
   );
   await pool.start();
   return pool;
@@ -215,7 +217,7 @@ class StepPool extends WorkerPool<GenerationJob, GenerationOutput> implements Ge
       tokensGenerated: 0,
     };
     for (const worker of this.stepWorkers()) {
-      const stats = worker.rolling?.stats();
+      const stats = worker.generationStats();
       if (!stats) continue;
       totals.active += stats.active;
       totals.cacheTokensUsed += stats.cacheTokensUsed;

@@ -1,11 +1,11 @@
 // Entry of a host thread: each worker it hosts loads the model from the pool's resolved
 // recipe, owns one Predictor and runs the batches the pool sends — or, a step worker, owns the
-// model's step decoder with its samplers and detokenizers and runs the steps its rolling loop
-// sends. A thread hosts one worker,
+// model's step decoder with its samplers and detokenizers and the rolling loop over them,
+// serving the generation jobs the pool hands over. A thread hosts one worker,
 // or every worker of an engine that loads in one thread per process (tfjs-node). Nothing is
 // shared with the main thread but messages.
 import { parentPort, threadId } from 'node:worker_threads';
-import { SequenceStepper, type StepRequest } from '@kiln/batching';
+import { SequenceStepper } from '@kiln/batching';
 import {
   KilnError,
   KilnErrorCode,
@@ -25,6 +25,7 @@ import {
 } from '@kiln/core';
 import { pinCurrentThread, type PinResult } from './cpu-pinning.js';
 import { probeForward } from './forward-probe.js';
+import { GenerationHost } from './generation-host.js';
 import { engineCatalogFor, servingTranslator } from './recipe-plan.js';
 import { planThreads } from './thread-budget.js';
 import { lowerThreadPriority, type PriorityResult } from './thread-priority.js';
@@ -38,11 +39,17 @@ interface HostedWorker {
   /** A forward worker's; a step worker has a stepper instead. */
   predictor?: Predictor<ServingInput, ServingOutput>;
   stepper?: SequenceStepper;
+  generation?: GenerationHost;
   readonly aborts: Map<number, AbortController>;
   timings: PredictTimings | undefined;
 }
 
 const workers = new Map<number, HostedWorker>();
+const NO_ROLLING_SETTINGS = {
+  maxBatchSize: undefined,
+  maxPrefillTokens: undefined,
+  maxKvCacheBytes: undefined,
+};
 // Pinning and priority are the thread's: set once, before the first model loads, so engine
 // threads it starts inherit them.
 let threadSettings: { pinning: PinResult | undefined; priority: PriorityResult | undefined };
@@ -85,8 +92,12 @@ async function start(id: number, init: WorkerInit): Promise<void> {
       ...(cpuCores ? { cpuCores } : {}),
     };
     if (init.kind === 'step') {
-      hosted.stepper = await startStepper(model, load.request.modelDir, contextOptions, (error) =>
+      const stepper = await startStepper(model, load.request.modelDir, contextOptions, (error) =>
         post({ type: 'lost', worker: id, error: error.toJSON() }),
+      );
+      hosted.stepper = stepper;
+      hosted.generation = new GenerationHost(stepper, init.rolling ?? NO_ROLLING_SETTINGS, (news) =>
+        post({ type: 'generated', worker: id, ...news }),
       );
     } else {
       // Serving workers also answer raw tensor requests (the v2 protocol) past the translator.
@@ -149,29 +160,11 @@ async function startStepper(
     );
   }
   decoder.onLost?.(onLost);
-  // Steps ahead while each answer crosses to the rolling loop: the crossing leaves the step.
-  const stepper = new SequenceStepper(decoder, tokenizer, { lookAhead: true });
+  const stepper = new SequenceStepper(decoder, tokenizer);
   // The grammar engine's view of a large vocabulary takes a while to build: at start, not in
   // the middle of the first response_format request's steps (and everyone's with it).
   await stepper.prepareResponseFormats();
   return stepper;
-}
-
-/** Runs one step of a step worker; a failed step fails only its sequences (on the main side). */
-async function runStep(workerId: number, id: number, request: StepRequest): Promise<void> {
-  try {
-    const stepper = workers.get(workerId)?.stepper;
-    if (!stepper)
-      throw new KilnError(KilnErrorCode.Internal, `step worker ${workerId} is not hosted here`);
-    const reply = await stepper.step(request);
-    const transfer = [reply.tokens.buffer, ...(reply.logprobs ? [reply.logprobs.buffer] : [])];
-    post({ type: 'stepped', worker: workerId, id, ...reply }, transfer as ArrayBuffer[]);
-    // The answer is on its way: the decoder takes its next step meanwhile.
-    stepper.startAhead();
-  } catch (error) {
-    const failure = KilnError.wrap(error, KilnErrorCode.EngineError, 'the step failed');
-    post({ type: 'step-failed', worker: workerId, id, error: failure.toJSON() });
-  }
 }
 
 /** Sends a batch's results; values that cannot cross threads fail alone, not the batch. */
@@ -288,6 +281,7 @@ async function stop(workerId: number): Promise<void> {
   workers.delete(workerId);
   if (worker) {
     await worker.predictor?.close().catch(() => undefined);
+    await worker.generation?.close().catch(() => undefined);
     await worker.stepper?.close().catch(() => undefined);
     await worker.model.dispose().catch(() => undefined);
   }
@@ -312,8 +306,14 @@ port.on('message', (message: ToHost) => {
     case 'run':
       void runBatch(message.worker, message.id, message.inputs);
       return;
-    case 'step':
-      void runStep(message.worker, message.id, message);
+    case 'generate':
+      workers.get(message.worker)?.generation?.take(message.jobs);
+      return;
+    case 'generate-cancel':
+      workers.get(message.worker)?.generation?.cancel(message.ids);
+      return;
+    case 'generate-hold':
+      workers.get(message.worker)?.generation?.hold(message.id, message.held);
       return;
     case 'abort':
       workers

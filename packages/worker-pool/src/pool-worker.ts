@@ -210,6 +210,20 @@ export class PoolWorker<I, O> {
     }
   }
 
+  /**
+   * Waits for up to `maxSize` jobs while the worker is busy with others (a step worker's
+   * sequences): no idle timer, since the worker is not idle. Empty when `until` aborts, the
+   * worker leaves or dies, or the queue is closed and empty.
+   */
+  protected takeWhileBusy(maxSize: number, until: AbortSignal): Promise<Job<I, O>[]> {
+    const batching = { maxSize, maxDelayMs: 0 };
+    if (this.leaving) return this.takeWhileLeaving(batching);
+    return this.queue.takeBatch({
+      ...batching,
+      signal: AbortSignal.any([this.lifetime.signal, until]),
+    });
+  }
+
   /** A leaving worker that drains the queue stops waiting once the queue is empty. */
   private async takeWhileLeaving(batching: {
     maxSize: number;

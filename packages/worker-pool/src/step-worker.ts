@@ -1,34 +1,46 @@
 import {
+  DEFAULT_MAX_ROLLING_BATCH_SIZE,
+  type GenerationChunk,
   type GenerationJob,
   type GenerationJobOf,
   type GenerationOutput,
-  type JobOutcome,
-  RollingLoop,
+  type RollingLoopStats,
   type StepReport,
 } from '@kiln/batching';
 import { KilnError, KilnErrorCode } from '@kiln/core';
+import type { GenerationNews, JobEnd, RollingSettings } from './generation-protocol.js';
 import { PoolWorker } from './pool-worker.js';
 import type { ThreadBackend } from './thread-backend.js';
-import type { WorkerBackend } from './worker-backend.js';
+import type { GenerationChannel, WorkerBackend } from './worker-backend.js';
 
 /** A step worker's rolling-batch settings (`option.max_rolling_batch_size` and kin). */
-export interface StepWorkerSettings {
-  readonly maxBatchSize: number | undefined;
-  readonly maxPrefillTokens: number | undefined;
-  /** The worker's key/value cache budget; default: batch size × the model's longest sequence. */
-  readonly maxKvCacheBytes: number | undefined;
+export interface StepWorkerSettings extends RollingSettings {
   readonly onStep: (step: StepReport) => void;
 }
 
+/** A job handed to the worker's loop, with what this side keeps of it. */
+interface Handed {
+  readonly job: GenerationJobOf;
+  /** Pieces its reader has not taken yet: the sequence is held while there are any. */
+  unread: number;
+  readonly stopListening: () => void;
+}
+
 /**
- * A worker whose thread holds a step decoder: its rolling loop runs here, on the main thread,
- * admitting jobs from the pool's queue between steps while it has slots and cache to spare.
- * It starts, scales, retires and dies as any pool worker; when it dies, the jobs it decodes
- * fail with WORKER_CRASHED and its group replaces it.
+ * A worker whose thread holds a step decoder and runs the rolling loop over it (see
+ * GenerationHost): this side hands it jobs from the pool's queue while it has slots, delivers
+ * the pieces that come back to each job's reader, tells it of cancellations and of readers
+ * that are full, and settles each job as it ends. It starts, scales, retires and dies as any
+ * pool worker; when it dies, the jobs it holds fail with its error (WORKER_CRASHED) and its
+ * group replaces it.
  */
 export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
-  private loop: RollingLoop | undefined;
   private settings: StepWorkerSettings | undefined;
+  private readonly handed = new Map<number, Handed>();
+  private latest: RollingLoopStats | undefined;
+  private slotFreed: (() => void) | undefined;
+  /** Aborts the wait for more jobs once the worker holds none: it is idle then. */
+  private idle: AbortController | undefined;
 
   /** The pool passes its rolling-batch settings before the worker starts. */
   configure(settings: StepWorkerSettings): this {
@@ -36,97 +48,160 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
     return this;
   }
 
-  /** Its rolling loop, once the worker is ready. */
-  get rolling(): RollingLoop | undefined {
-    return this.loop;
+  /** The loop's figures as of its last step (undefined before its first). */
+  generationStats(): RollingLoopStats | undefined {
+    return this.latest;
   }
 
   protected override async serveJobs(): Promise<void> {
-    let loop: RollingLoop;
-    try {
-      loop = this.newLoop();
-    } catch (error) {
-      this.dead = KilnError.wrap(error, KilnErrorCode.ModelLoadFailed);
+    const channel = this.backend.generation;
+    const settings = this.settings;
+    if (!channel || !settings) {
+      this.dead = new KilnError(KilnErrorCode.Internal, `${this.label} is not a step worker`);
       return;
     }
-    this.loop = loop;
+    channel.onNews((news) => this.receive(channel, news));
+    this.backend.onDeath((error) => this.failAll(error));
+    const slots = settings.maxBatchSize ?? DEFAULT_MAX_ROLLING_BATCH_SIZE;
     while (!this.dead && !this.terminating) {
       if (this.leaving && !this.hooks.mustDrain(this)) break;
-      this.setState('idle');
-      const first = await this.take({ maxSize: 1, maxDelayMs: 0 });
-      if (first.length === 0) break; // stopped, retired, dead, or the queue is closed and empty
+      const free = slots - this.handed.size;
+      if (free <= 0) {
+        await this.nextFreedSlot();
+        continue;
+      }
+      let jobs: GenerationJobOf[];
+      if (this.handed.size === 0) {
+        this.setState('idle');
+        jobs = await this.take({ maxSize: free, maxDelayMs: 0 });
+        if (jobs.length === 0) break; // stopped, retired, dead, or the queue is closed and empty
+      } else {
+        // Busy: more jobs join as they come, until the last sequence ends (then: idle).
+        this.idle = new AbortController();
+        jobs = await this.takeWhileBusy(free, this.idle.signal);
+        this.idle = undefined;
+        if (jobs.length === 0) {
+          if (this.queue.closed || this.leaving) break;
+          continue;
+        }
+      }
       this.setState('busy');
-      await loop.run(this.admissible(first), (max, fits) =>
-        this.mayAdmit() ? this.admissible(this.queue.takeNow(max, fits)) : [],
-      );
+      this.hand(channel, jobs);
     }
+    // A leaving worker (or a closed queue's) finishes the sequences it holds.
+    while (this.handed.size > 0 && !this.dead && !this.terminating) await this.nextFreedSlot();
   }
 
   protected override jobsInFlight(): readonly GenerationJobOf[] {
-    return this.loop?.jobs() ?? [];
+    return [...this.handed.values()].map((h) => h.job);
   }
 
-  private newLoop(): RollingLoop {
-    const model = this.facts?.step;
-    const step = this.backend.step?.bind(this.backend);
-    const settings = this.settings;
-    if (!model || !step || !settings)
-      throw new KilnError(KilnErrorCode.Internal, `${this.label} is not a step worker`);
-    const bytes = settings.maxKvCacheBytes;
-    const loop = new RollingLoop({ step }, model, {
-      maxBatchSize: settings.maxBatchSize,
-      maxPrefillTokens: settings.maxPrefillTokens,
-      maxCacheTokens:
-        bytes === undefined ? undefined : Math.max(1, Math.floor(bytes / model.cacheBytesPerToken)),
-      clock: this.clock,
-      onDone: (job, outcome) => this.report(job, outcome),
-    });
-    loop.onStep(settings.onStep);
-    return loop;
-  }
-
-  /** A leaving worker finishes its sequences but takes no new ones (unless it must drain). */
-  private mayAdmit(): boolean {
-    if (this.dead || this.terminating) return false;
-    return !this.leaving || this.hooks.mustDrain(this);
-  }
-
-  /** Drops jobs settled meanwhile and fails those past their queue deadline. */
-  private admissible(jobs: readonly GenerationJobOf[]): GenerationJobOf[] {
+  /** Hands jobs to the loop, dropping those settled meanwhile or past their queue deadline. */
+  private hand(channel: GenerationChannel, jobs: readonly GenerationJobOf[]): void {
     const now = this.clock.now();
-    return jobs.filter((job) => {
+    const handed = jobs.filter((job) => {
       if (job.settled) return false;
       if (job.deadline === undefined || now < job.deadline) return true;
       this.expire(job);
       return false;
     });
+    for (const job of handed)
+      this.handed.set(job.id, {
+        job,
+        unread: 0,
+        stopListening: job.onCancel(() => channel.cancel([job.id])),
+      });
+    if (handed.length > 0)
+      channel.hand(
+        handed.map((job) => ({ id: job.id, input: job.input, waitedMs: now - job.enqueuedAt })),
+      );
+  }
+
+  private receive(channel: GenerationChannel, news: GenerationNews): void {
+    this.latest = news.stats;
+    for (const step of news.steps) this.settings?.onStep(step);
+    for (const { id, chunk } of news.chunks) this.deliver(channel, id, chunk);
+    for (const end of news.ended) this.end(end);
+  }
+
+  /** Gives a piece to its job's reader; a reader that is full holds the sequence. */
+  private deliver(channel: GenerationChannel, id: number, chunk: GenerationChunk): void {
+    const handed = this.handed.get(id);
+    if (!handed || handed.job.settled) return;
+    const fail = (error: unknown) => {
+      handed.job.reject(KilnError.wrap(error, KilnErrorCode.Internal));
+      channel.cancel([id]);
+    };
+    let read: void | Promise<void>;
+    try {
+      read = handed.job.onChunk?.(chunk);
+    } catch (error) {
+      return fail(error);
+    }
+    if (!(read instanceof Promise)) return;
+    if (handed.unread++ === 0) channel.hold(id, true);
+    read.then(() => {
+      if (--handed.unread === 0 && this.handed.has(id)) channel.hold(id, false);
+    }, fail);
+  }
+
+  private end(end: JobEnd): void {
+    const handed = this.handed.get(end.id);
+    if (!handed) return;
+    this.handed.delete(end.id);
+    handed.stopListening();
+    const { job } = handed;
+    const result =
+      'output' in end
+        ? { ok: true as const, value: end.output }
+        : 'error' in end
+          ? { ok: false as const, error: KilnError.fromJSON(end.error) }
+          : undefined;
+    if (result?.ok) job.resolve(result.value);
+    else if (result) job.reject(result.error);
+    this.report(job, end, result);
+    this.freeSlot();
+  }
+
+  /** The worker died: every job it holds fails with why. */
+  private failAll(error: KilnError): void {
+    for (const [id, handed] of [...this.handed]) {
+      this.handed.delete(id);
+      handed.stopListening();
+      handed.job.reject(error);
+      this.report(handed.job, { id, queueMs: 0, runMs: 0, dropped: true }, undefined);
+    }
+    this.freeSlot();
   }
 
   /** Each generation counts as the pool counts a batch of one. */
-  private report(job: GenerationJobOf, outcome: JobOutcome): void {
-    const result = !outcome.answered
-      ? undefined
-      : 'output' in outcome
-        ? { ok: true as const, value: outcome.output }
-        : { ok: false as const, error: outcome.error };
+  private report(
+    job: GenerationJobOf,
+    end: JobEnd,
+    result: { ok: true; value: GenerationOutput } | { ok: false; error: KilnError } | undefined,
+  ): void {
     this.hooks.batchDone({
       worker: this,
-      jobs: [
-        {
-          job,
-          queueMs: outcome.admittedAt - job.enqueuedAt,
-          answered: outcome.answered,
-          retried: false,
-        },
-      ],
+      jobs: [{ job, queueMs: end.queueMs, answered: result !== undefined, retried: false }],
       run: { results: result ? [result] : [], timings: undefined },
       error: undefined,
-      runMs: this.clock.now() - outcome.admittedAt,
+      runMs: end.runMs,
     });
+  }
+
+  private nextFreedSlot(): Promise<void> {
+    return new Promise((resolve) => (this.slotFreed = resolve));
+  }
+
+  private freeSlot(): void {
+    const freed = this.slotFreed;
+    this.slotFreed = undefined;
+    freed?.();
+    if (this.handed.size === 0) this.idle?.abort();
   }
 }
 
-/** A step worker's thread as the pool drives it: its lifecycle, and steps instead of batches. */
+/** A step worker's thread as the pool drives it: its lifecycle, and a rolling loop instead of batches. */
 export function stepBackend(thread: ThreadBackend): WorkerBackend<GenerationJob, GenerationOutput> {
   return {
     kind: thread.kind,
@@ -134,9 +209,9 @@ export function stepBackend(thread: ThreadBackend): WorkerBackend<GenerationJob,
     start: () => thread.start(),
     run: () =>
       Promise.reject(
-        new KilnError(KilnErrorCode.Internal, 'a step worker runs steps, not batches'),
+        new KilnError(KilnErrorCode.Internal, 'a step worker runs a rolling loop, not batches'),
       ),
-    step: (request) => thread.step(request),
+    generation: thread.generation,
     endProfiling: (options) => thread.endProfiling(options),
     onDeath: (listener) => thread.onDeath(listener),
     stop: () => thread.stop(),

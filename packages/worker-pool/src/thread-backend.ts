@@ -1,4 +1,3 @@
-import type { StepReply, StepRequest } from '@kiln/batching';
 import {
   KilnError,
   KilnErrorCode,
@@ -10,8 +9,9 @@ import {
   servingInputToMessage,
   servingOutputFromMessage,
 } from '@kiln/core';
+import type { GenerationNews, HandedJob } from './generation-protocol.js';
 import { type HostThread, ownHostThread, sharedHostThread } from './inference-threads.js';
-import type { BatchRun, WorkerBackend } from './worker-backend.js';
+import type { BatchRun, GenerationChannel, WorkerBackend } from './worker-backend.js';
 import type {
   FromHost,
   ResultMessage,
@@ -55,7 +55,7 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
   private stopping = false;
   private onStopped: (() => void) | undefined;
   private readonly profiles = new Map<number, PendingProfile>();
-  private readonly steps = new Map<number, PendingStep>();
+  private newsListener: ((news: GenerationNews) => void) | undefined;
   private readonly deathListeners: ((error: KilnError) => void)[] = [];
 
   constructor(private readonly options: ThreadBackendOptions) {}
@@ -133,20 +133,18 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     );
   }
 
-  /** A step worker's step on its thread. */
-  step(request: StepRequest): Promise<StepReply> {
-    const host = this.host;
-    if (!host || this.starting)
-      return Promise.reject(
-        new KilnError(KilnErrorCode.WorkerCrashed, `${this.options.label} is not running`),
-      );
-    const id = this.nextRunId++;
-    return new Promise((resolve, reject) => {
-      this.steps.set(id, { resolve, reject });
-      const { opens, entries, releases } = request;
-      this.post({ type: 'step', worker: this.hostedAs, id, opens, entries, releases });
-    });
-  }
+  /** A step worker's rolling loop on its thread: jobs go in, news of them comes back. */
+  readonly generation: GenerationChannel = {
+    hand: (jobs: readonly HandedJob[]) =>
+      this.post({ type: 'generate', worker: this.hostedAs, jobs }),
+    cancel: (ids: readonly number[]) =>
+      this.post({ type: 'generate-cancel', worker: this.hostedAs, ids }),
+    hold: (id: number, held: boolean) =>
+      this.post({ type: 'generate-hold', worker: this.hostedAs, id, held }),
+    onNews: (listener: (news: GenerationNews) => void) => {
+      this.newsListener = listener;
+    },
+  };
 
   /** Ends the engine's per-operator profile on the worker's thread (ONNX Runtime profiling). */
   endProfiling(options: { skipRuns?: number } = {}): Promise<unknown> {
@@ -257,18 +255,9 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         );
         return;
       }
-      case 'stepped': {
-        const step = this.steps.get(message.id);
-        this.steps.delete(message.id);
-        step?.resolve(message);
+      case 'generated':
+        this.newsListener?.(message);
         return;
-      }
-      case 'step-failed': {
-        const step = this.steps.get(message.id);
-        this.steps.delete(message.id);
-        step?.reject(KilnError.fromJSON(message.error));
-        return;
-      }
       case 'lost':
         // The thread lives on, but its worker cannot: it goes as if its thread had ended.
         this.onExit(KilnError.fromJSON(message.error));
@@ -297,10 +286,8 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     const pending = this.pending;
     this.pending = undefined;
     pending?.reject(error);
-    for (const waiting of [...this.profiles.values(), ...this.steps.values()])
-      waiting.reject(error);
+    for (const waiting of this.profiles.values()) waiting.reject(error);
     this.profiles.clear();
-    this.steps.clear();
   }
 
   /** The host thread ended (or this worker was terminated): fail what waits, report death. */
@@ -326,11 +313,6 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
 
 interface PendingProfile {
   resolve(value: unknown): void;
-  reject(error: KilnError): void;
-}
-
-interface PendingStep {
-  resolve(reply: StepReply): void;
   reject(error: KilnError): void;
 }
 

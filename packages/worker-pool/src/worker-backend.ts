@@ -1,4 +1,4 @@
-import type { StepReply, StepRequest } from '@kiln/batching';
+import type { GenerationNews, HandedJob } from './generation-protocol.js';
 import type { KilnError, PredictResult, PredictTimings } from '@kiln/core';
 import type { WorkerFacts } from './worker-protocol.js';
 
@@ -37,11 +37,8 @@ export interface WorkerBackend<I, O> {
     signal: AbortSignal,
     onChunk?: readonly (ChunkSink | undefined)[],
   ): Promise<BatchRun<O>>;
-  /**
-   * A step worker's step (see StepRequest); rejects with the step's own error, or with
-   * WORKER_CRASHED once the worker is gone. One step in flight at a time.
-   */
-  step?(request: StepRequest): Promise<StepReply>;
+  /** A step worker's rolling loop, which runs where the model is (see GenerationHost). */
+  readonly generation?: GenerationChannel;
   /** Ends the engine's per-operator profile of this worker's context (ONNX Runtime profiling). */
   endProfiling(options: { skipRuns?: number }): Promise<unknown>;
   /** Registers the listener called once when the worker dies on its own, even while idle. */
@@ -50,4 +47,16 @@ export interface WorkerBackend<I, O> {
   stop(): Promise<void>;
   /** Ends the worker at once; a batch in flight rejects. */
   terminate(): Promise<void>;
+}
+
+/** The pool's side of a step worker's rolling loop. */
+export interface GenerationChannel {
+  /** Jobs taken from the pool's queue, for the loop to admit as it has room. */
+  hand(jobs: readonly HandedJob[]): void;
+  /** Jobs settled here (cancelled, timed out): the loop ends their sequences. */
+  cancel(ids: readonly number[]): void;
+  /** A job's reader is full, or has drained: its sequence waits meanwhile. */
+  hold(id: number, held: boolean): void;
+  /** Hears of each step: the tokens, the jobs that ended, the loop's figures. */
+  onNews(listener: (news: GenerationNews) => void): void;
 }

@@ -1,4 +1,9 @@
-import type { StepModelInfo, StepReply, StepRequest } from '@kiln/batching';
+import type { StepModelInfo } from '@kiln/batching';
+import type {
+  GenerationFromHost,
+  GenerationToHost,
+  RollingSettings,
+} from './generation-protocol.js';
 import type {
   Model,
   ResolvedModelLoad,
@@ -52,7 +57,8 @@ export interface ResolvedRecipe {
 export interface WorkerInit {
   /**
    * `step`: the worker holds the model's step decoder, its samplers and its streaming
-   * detokenizers, and runs steps (see StepRequest); otherwise a Predictor running batches.
+   * detokenizers, and runs the rolling loop over them (see GenerationHost); otherwise a
+   * Predictor running batches.
    */
   readonly kind?: WorkerKind;
   readonly recipe: ResolvedRecipe;
@@ -68,6 +74,8 @@ export interface WorkerInit {
   readonly nice: number;
   /** Time a full batch once the model is loaded (placement `auto`: see probeForward). */
   readonly probe?: ForwardProbeRequest;
+  /** A step worker's rolling loop settings. */
+  readonly rolling?: RollingSettings;
 }
 
 /** What a model takes and gives, as its engine reports them. */
@@ -108,7 +116,7 @@ export type ToHost =
       readonly id: number;
       readonly inputs: readonly ServingInputMessage[];
     }
-  | ({ readonly type: 'step'; readonly worker: number; readonly id: number } & StepRequest)
+  | GenerationToHost
   | { readonly type: 'abort'; readonly worker: number; readonly id: number }
   | {
       readonly type: 'end-profiling';
@@ -135,13 +143,7 @@ export type FromHost =
       readonly id: number;
       readonly error: SerializedKilnError;
     }
-  | ({ readonly type: 'stepped'; readonly worker: number; readonly id: number } & StepReply)
-  | {
-      readonly type: 'step-failed';
-      readonly worker: number;
-      readonly id: number;
-      readonly error: SerializedKilnError;
-    }
+  | GenerationFromHost
   /** The worker's step decoder can run no more steps (its engine's process died). */
   | { readonly type: 'lost'; readonly worker: number; readonly error: SerializedKilnError }
   | {

@@ -185,7 +185,7 @@ export class RollingLoop {
         continue;
       }
       const request: StepRequest = {
-        opens: this.unopened.splice(0).map((sequence) => openOf(sequence, this.model)),
+        opens: this.unopened.splice(0).map((sequence) => openOf(sequence)),
         entries,
         releases: this.releases.splice(0),
       };
@@ -424,16 +424,13 @@ export async function serveQueue(
 }
 
 /** How the runner starts a sequence: its sampling, and whether it reports log-probabilities. */
-function openOf({ seq, job }: Sequence, model: StepModelInfo): SequenceOpen {
+function openOf({ seq, job }: Sequence): SequenceOpen {
   const { input } = job;
-  const ends = [model.eosTokenId, ...(input.eosTokenIds ?? [])];
   return {
     seq,
     sampling: input.sampling,
     logprobs: input.logprobs,
     topLogprobs: input.topLogprobs,
-    maxNewTokens: input.maxNewTokens,
-    endTokens: input.ignoreEos ? [] : ends.filter((t): t is number => t !== undefined),
     ...(input.responseFormat ? { responseFormat: input.responseFormat } : {}),
   };
 }

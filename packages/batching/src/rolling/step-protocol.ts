@@ -21,12 +21,6 @@ export interface SequenceOpen {
   readonly logprobs?: boolean | undefined;
   /** How many of the most likely tokens each step lists (with `logprobs`). */
   readonly topLogprobs?: number | undefined;
-  /**
-   * When the sequence surely ends: after this many generated tokens, or at one of these
-   * tokens. A stepper that steps ahead (SequenceStepper's `lookAhead`) never steps past them.
-   */
-  readonly maxNewTokens?: number | undefined;
-  readonly endTokens?: readonly number[] | undefined;
   /** The shape its text must take: only tokens that keep to it are chosen. */
   readonly responseFormat?: ResponseFormat | undefined;
 }
