@@ -41,12 +41,18 @@ export class GenerationHost {
   ) {
     const model = stepper.info;
     const bytes = settings.maxKvCacheBytes;
-    // Each step first lets this thread's messages in (jobs, cancellations, holds): a model
-    // whose steps never wait on anything would otherwise keep them out.
     const runner = {
       step: async (request: StepRequest) => {
-        await new Promise<void>((resolve) => setImmediate(resolve));
-        return stepper.step(request);
+        let turned = false;
+        setImmediate(() => (turned = true));
+        const stepping = stepper.step(request);
+        // The last step's news leaves while this one computes (the engine's threads run it).
+        this.flush();
+        const reply = await stepping;
+        // A model whose steps never wait would keep this thread's messages (jobs, cancellations,
+        // holds) out: such a step lets them in before the next.
+        if (!turned) await new Promise<void>((resolve) => setImmediate(resolve));
+        return reply;
       },
     };
     this.loop = new RollingLoop(runner, model, {
@@ -146,16 +152,22 @@ export class GenerationHost {
     this.flushSoon();
   }
 
-  /** Sends what gathered once the current step's work is done: one message a step. */
+  /**
+   * Sends what gathered at the next step's start (see the runner), or on the next turn of
+   * this thread's event loop when no step comes first: one message a step.
+   */
   private flushSoon(): void {
     if (this.flushing) return;
     this.flushing = true;
-    queueMicrotask(() => {
-      this.flushing = false;
-      const news = this.news;
-      this.news = { chunks: [], ended: [], steps: [] };
-      this.send({ ...news, stats: this.loop.stats() });
-    });
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    if (!this.flushing) return;
+    this.flushing = false;
+    const news = this.news;
+    this.news = { chunks: [], ended: [], steps: [] };
+    this.send({ ...news, stats: this.loop.stats() });
   }
 }
 

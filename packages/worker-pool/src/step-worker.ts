@@ -62,7 +62,10 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
     }
     channel.onNews((news) => this.receive(channel, news));
     this.backend.onDeath((error) => this.failAll(error));
-    const slots = settings.maxBatchSize ?? DEFAULT_MAX_ROLLING_BATCH_SIZE;
+    // A few jobs more than the loop has slots wait on its thread, so that a slot that frees
+    // is filled at the next step rather than after a round trip to this thread.
+    const batch = settings.maxBatchSize ?? DEFAULT_MAX_ROLLING_BATCH_SIZE;
+    const slots = batch + Math.ceil(batch / 4);
     while (!this.dead && !this.terminating) {
       if (this.leaving && !this.hooks.mustDrain(this)) break;
       const free = slots - this.handed.size;
