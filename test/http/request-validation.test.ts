@@ -147,7 +147,6 @@ describe('OpenAI routes refuse what they would not honour, in OpenAI error bodie
         [{ type: 'function', function: { name: 'f', parameters: {} } }],
       ],
       ['/v1/chat/completions', chat, 'tool_choice', 'auto'],
-      ['/v1/chat/completions', chat, 'response_format', { type: 'json_object' }],
       ['/v1/chat/completions', chat, 'presence_penalty', 0.5],
       ['/v1/chat/completions', chat, 'logit_bias', { '5': 10 }],
     ] as const) {

@@ -22,10 +22,12 @@ export class GenerationHost {
   private pending: HandedGeneration[] = [];
   private wake: (() => void) | undefined;
   private news: {
+    admitted: number[];
     chunks: GenerationNews['chunks'][number][];
     ended: JobEnd[];
     steps: GenerationNews['steps'][number][];
   } = {
+    admitted: [],
     chunks: [],
     ended: [],
     steps: [],
@@ -123,6 +125,9 @@ export class GenerationHost {
         this.wake = undefined;
         continue;
       }
+      this.news.admitted.push(first.id);
+      this.flushing = true;
+      this.flush();
       await this.loop.run([first], (max, fits) => this.admit(max, fits));
     }
   }
@@ -132,6 +137,13 @@ export class GenerationHost {
     const taken: GenerationJobOf[] = [];
     while (taken.length < max && this.pending.length > 0 && fits(this.pending[0]!.input))
       taken.push(this.pending.shift()!);
+    if (taken.length > 0) {
+      // Told at once, before a step that might end this thread: the pool hands back only jobs
+      // a dead worker surely had not taken up.
+      for (const job of taken) this.news.admitted.push(job.id);
+      this.flushing = true;
+      this.flush();
+    }
     return taken;
   }
 
@@ -166,7 +178,7 @@ export class GenerationHost {
     if (!this.flushing) return;
     this.flushing = false;
     const news = this.news;
-    this.news = { chunks: [], ended: [], steps: [] };
+    this.news = { admitted: [], chunks: [], ended: [], steps: [] };
     this.send({ ...news, stats: this.loop.stats() });
   }
 }

@@ -39,6 +39,8 @@ export type JobEnd = { readonly id: number; readonly queueMs: number; readonly r
 
 /** What a step worker reports after a step, or after jobs end between steps. */
 export interface GenerationNews {
+  /** Jobs the loop admitted (until then they wait on the worker as in a queue). */
+  readonly admitted: readonly number[];
   readonly chunks: readonly { readonly id: number; readonly chunk: GenerationChunk }[];
   readonly ended: readonly JobEnd[];
   readonly steps: readonly StepReport[];

@@ -23,6 +23,8 @@ interface Handed {
   readonly job: GenerationJobOf;
   /** Pieces its reader has not taken yet: the sequence is held while there are any. */
   unread: number;
+  /** Whether the loop admitted it: until then it waits there as in a queue. */
+  admitted: boolean;
   readonly stopListening: () => void;
 }
 
@@ -62,10 +64,7 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
     }
     channel.onNews((news) => this.receive(channel, news));
     this.backend.onDeath((error) => this.failAll(error));
-    // A few jobs more than the loop has slots wait on its thread, so that a slot that frees
-    // is filled at the next step rather than after a round trip to this thread.
-    const batch = settings.maxBatchSize ?? DEFAULT_MAX_ROLLING_BATCH_SIZE;
-    const slots = batch + Math.ceil(batch / 4);
+    const slots = settings.maxBatchSize ?? DEFAULT_MAX_ROLLING_BATCH_SIZE;
     while (!this.dead && !this.terminating) {
       if (this.leaving && !this.hooks.mustDrain(this)) break;
       const free = slots - this.handed.size;
@@ -112,6 +111,7 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
       this.handed.set(job.id, {
         job,
         unread: 0,
+        admitted: false,
         stopListening: job.onCancel(() => channel.cancel([job.id])),
       });
     if (handed.length > 0)
@@ -122,6 +122,11 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
 
   private receive(channel: GenerationChannel, news: GenerationNews): void {
     this.latest = news.stats;
+    for (const id of news.admitted) {
+      const handed = this.handed.get(id);
+      if (handed) handed.admitted = true;
+    }
+    this.expireWaiting(channel);
     for (const step of news.steps) this.settings?.onStep(step);
     for (const { id, chunk } of news.chunks) this.deliver(channel, id, chunk);
     for (const end of news.ended) this.end(end);
@@ -166,14 +171,34 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
     this.freeSlot();
   }
 
-  /** The worker died: every job it holds fails with why. */
+  /** Jobs waiting on the worker (its cache budget full) past their queue deadline time out. */
+  private expireWaiting(channel: GenerationChannel): void {
+    const now = this.clock.now();
+    for (const [id, handed] of this.handed) {
+      const { job } = handed;
+      if (handed.admitted || job.deadline === undefined || now < job.deadline) continue;
+      this.expire(job);
+      channel.cancel([id]);
+    }
+  }
+
+  /**
+   * The worker died: the jobs it was decoding fail with why; those it had not admitted go back
+   * to the queue for another worker.
+   */
   private failAll(error: KilnError): void {
+    const waiting: GenerationJobOf[] = [];
     for (const [id, handed] of [...this.handed]) {
       this.handed.delete(id);
       handed.stopListening();
-      handed.job.reject(error);
-      this.report(handed.job, { id, queueMs: 0, runMs: 0, dropped: true }, undefined);
+      if (!handed.admitted && !handed.job.settled) waiting.push(handed.job);
+      else {
+        handed.job.reject(error);
+        this.report(handed.job, { id, queueMs: 0, runMs: 0, dropped: true }, undefined);
+      }
     }
+    if (waiting.length > 0 && !this.queue.requeueAlone(waiting))
+      for (const job of waiting) job.reject(error);
     this.freeSlot();
   }
 
