@@ -26,3 +26,8 @@ export interface GrammarVocabulary {
   /** Whether the tokenizer puts a space (▁) before the text it encodes. */
   readonly prependSpace: boolean;
 }
+
+/** Whether token `token` is allowed by a token bitmask (bit t % 32 of word t >> 5, XGrammar's). */
+export function maskAllows(mask: Int32Array, token: number): boolean {
+  return ((mask[token >> 5]! >>> (token & 31)) & 1) === 1;
+}

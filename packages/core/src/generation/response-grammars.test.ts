@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { KilnError } from '../errors.js';
 import { BpeTokenizer } from './bpe-tokenizer.js';
 import type { ResponseFormat } from './response-format.js';
-import { ResponseGrammars, checkResponseFormat, maskAllows } from './response-grammars.js';
+import { maskAllows } from './response-format.js';
+import { ResponseGrammars, checkResponseFormat } from './response-grammars.js';
 import { llamaStyleBpeJson, metaspaceBpeJson } from './test-support/tokenizer-json.js';
 import { CharTokenizer, type TextTokenizer } from './text-tokenizer.js';
 

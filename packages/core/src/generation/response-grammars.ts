@@ -248,8 +248,3 @@ function tokenBytes(token: string, encoding: GrammarVocabulary['encoding']): num
   }
   return [...Buffer.from(token, 'utf8')];
 }
-
-/** Whether token `token` is set in an XGrammar bitmask. */
-export function maskAllows(mask: Int32Array, token: number): boolean {
-  return ((mask[token >> 5]! >>> (token & 31)) & 1) === 1;
-}

@@ -1,4 +1,5 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
+import { maskAllows } from './response-format.js';
 
 /** How the next token is chosen from the logits (Hugging Face / DJL LMI parameter names). */
 export interface SamplingParams {
@@ -62,7 +63,7 @@ export class TokenSampler {
     if (allowed) {
       let any = false;
       for (let t = 0; t < scores.length; t++) {
-        if (((allowed[t >> 5]! >>> (t & 31)) & 1) === 0) scores[t] = -Infinity;
+        if (!maskAllows(allowed, t)) scores[t] = -Infinity;
         else any = true;
       }
       if (!any) throw new KilnError(KilnErrorCode.Internal, 'no token may come next');
