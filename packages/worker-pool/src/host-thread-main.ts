@@ -22,6 +22,7 @@ import {
   loadTextTokenizer,
   servingInputFromMessage,
   servingOutputToMessage,
+  servingOutputViews,
 } from '@kiln/core';
 import { pinCurrentThread, type PinResult } from './cpu-pinning.js';
 import { probeForward } from './forward-probe.js';
@@ -40,7 +41,13 @@ interface HostedWorker {
   predictor?: Predictor<ServingInput, ServingOutput>;
   stepper?: SequenceStepper;
   generation?: GenerationHost;
-  readonly aborts: Map<number, AbortController>;
+  /**
+   * The batch it runs (one at a time: see ThreadBackend) and the controller that aborts it.
+   * The controller serves batch after batch until one is aborted: making one costs more than
+   * a small model's batch spends anywhere else on this thread.
+   */
+  running: { id: number; controller: AbortController } | undefined;
+  controller: AbortController | undefined;
   timings: PredictTimings | undefined;
 }
 
@@ -86,7 +93,12 @@ async function start(id: number, init: WorkerInit): Promise<void> {
     registry,
   );
   try {
-    const hosted: HostedWorker = { model, aborts: new Map(), timings: undefined };
+    const hosted: HostedWorker = {
+      model,
+      running: undefined,
+      controller: undefined,
+      timings: undefined,
+    };
     const contextOptions = {
       ...(plan.intraOpThreads === undefined ? {} : { intraOpThreads: plan.intraOpThreads }),
       ...(cpuCores ? { cpuCores } : {}),
@@ -175,7 +187,9 @@ function postResults(
   timings: PredictTimings | undefined,
   mode: TransferMode,
 ): void {
-  const transfer = new TransferList(mode);
+  // A batch's answers are views of one output: their copies share one buffer (see TransferList).
+  const views = results.flatMap((r) => (r.ok ? [...servingOutputViews(r.value)] : []));
+  const transfer = new TransferList(mode, { reserveBytes: TransferList.bytesToCopy(mode, views) });
   const messages = results.map((r) => encodeResult(r, transfer));
   try {
     post({ type: 'results', worker, id, results: messages, timings }, transfer.transfer);
@@ -241,8 +255,9 @@ async function runBatch(
       results[i] = { ok: false, error: KilnError.wrap(error, KilnErrorCode.InvalidInput) };
     }
   });
-  const controller = new AbortController();
-  worker.aborts.set(id, controller);
+  if (worker.controller?.signal.aborted) worker.controller = undefined;
+  const controller = (worker.controller ??= new AbortController());
+  worker.running = { id, controller };
   worker.timings = undefined;
   try {
     const settled =
@@ -259,7 +274,7 @@ async function runBatch(
       error: KilnError.wrap(error, KilnErrorCode.WorkerCrashed, 'the worker failed').toJSON(),
     });
   } finally {
-    worker.aborts.delete(id);
+    if (worker.running?.id === id) worker.running = undefined;
   }
 }
 
@@ -315,12 +330,14 @@ port.on('message', (message: ToHost) => {
     case 'generate-hold':
       workers.get(message.worker)?.generation?.hold(message.id, message.held);
       return;
-    case 'abort':
-      workers
-        .get(message.worker)
-        ?.aborts.get(message.id)
-        ?.abort(new KilnError(KilnErrorCode.Cancelled, 'every request of the batch was cancelled'));
+    case 'abort': {
+      const running = workers.get(message.worker)?.running;
+      if (running?.id === message.id)
+        running.controller.abort(
+          new KilnError(KilnErrorCode.Cancelled, 'every request of the batch was cancelled'),
+        );
       return;
+    }
     case 'end-profiling':
       void endProfiling(message.worker, message.id, message.skipRuns);
       return;

@@ -7,6 +7,7 @@ import {
   TransferList,
   type TransferMode,
   servingInputToMessage,
+  servingInputViews,
   servingOutputFromMessage,
 } from '@kiln/core';
 import type { GenerationNews, HandedJob } from './generation-protocol.js';
@@ -167,7 +168,9 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
     inputs: readonly ServingInput[],
     mode: TransferMode,
   ): void {
-    const transfer = new TransferList(mode);
+    // The copies of a batch share one buffer: one transfer, however many requests.
+    const reserveBytes = TransferList.bytesToCopy(mode, inputs.flatMap(viewsOf));
+    const transfer = new TransferList(mode, { reserveBytes });
     const message: ToHost = {
       type: 'run',
       worker: this.hostedAs,
@@ -314,6 +317,10 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
 interface PendingProfile {
   resolve(value: unknown): void;
   reject(error: KilnError): void;
+}
+
+function viewsOf(input: ServingInput) {
+  return [...servingInputViews(input)];
 }
 
 function decodeResult(message: ResultMessage): PredictResult<ServingOutput> {

@@ -12,6 +12,7 @@ import {
   ndListToMessage,
   servingInputFromMessage,
   servingInputToMessage,
+  servingInputViews,
   servingOutputFromMessage,
   servingOutputToMessage,
   tensorFromMessage,
@@ -94,6 +95,54 @@ describe('TransferList', () => {
         new MessageChannel().port1.postMessage(message, again.transfer);
       }).toThrow(/detached/);
     }
+  });
+
+  it('puts the copies of a batch in one reserved buffer, each view aligned and of its kind', async () => {
+    const inputs = [
+      { body: Buffer.from('abc'), contentType: 'text/plain' },
+      { tensors: NDList.of(new Tensor('float64', new Float64Array([1.5, -2]), [2], 'x')) },
+      { body: new Uint8Array([9, 8, 7, 6, 5]) },
+    ];
+    const views = inputs.flatMap((input) => [...servingInputViews(input)]);
+    const reserveBytes = TransferList.bytesToCopy('copy', views);
+    expect(reserveBytes).toBe(8 + 16 + 5);
+    const transfer = new TransferList('copy', { reserveBytes });
+    const messages = inputs.map((input) => servingInputToMessage(input, transfer));
+    expect(transfer.transfer).toHaveLength(1);
+    const back = (await roundTrip(messages, transfer)).map(servingInputFromMessage);
+    expect(new TextDecoder().decode(back[0]!.body)).toBe('abc');
+    expect(back[0]!.body).toBeInstanceOf(Uint8Array);
+    const x = back[1]!.tensors!.get('x').data as Float64Array;
+    expect(x).toBeInstanceOf(Float64Array);
+    expect(x.byteOffset % 8).toBe(0);
+    expect(Array.from(x)).toEqual([1.5, -2]);
+    expect(Array.from(back[2]!.body!)).toEqual([9, 8, 7, 6, 5]);
+    // All three share the one buffer; the senders keep theirs.
+    expect(new Set(back.map((b) => (b.body ?? x).buffer)).size).toBe(1);
+    expect(Array.from(inputs[2]!.body!)).toEqual([9, 8, 7, 6, 5]);
+  });
+
+  it('gives a copy that does not fit the reserve a buffer of its own', async () => {
+    const transfer = new TransferList('copy', { reserveBytes: 4 });
+    const small = servingInputToMessage({ body: new Uint8Array([1, 2, 3]) }, transfer);
+    const large = servingInputToMessage({ body: new Uint8Array([4, 5, 6, 7, 8, 9]) }, transfer);
+    expect(transfer.transfer).toHaveLength(2);
+    const [a, b] = await roundTrip([small, large], transfer);
+    expect(Array.from(a!.body!)).toEqual([1, 2, 3]);
+    expect(Array.from(b!.body!)).toEqual([4, 5, 6, 7, 8, 9]);
+  });
+
+  it('reserves nothing for what moves: whole views in move mode, owned memory', () => {
+    const whole = new Float32Array(4);
+    const part = new Float32Array(8).subarray(2, 5);
+    expect(
+      TransferList.bytesToCopy('move', [
+        { view: whole, owned: false },
+        { view: part, owned: false },
+      ]),
+    ).toBe(12);
+    expect(TransferList.bytesToCopy('move-owned', [{ view: part, owned: true }])).toBe(0);
+    expect(TransferList.bytesToCopy('move-owned', [{ view: whole, owned: false }])).toBe(16);
   });
 
   it('lists a buffer shared by two tensors once', () => {

@@ -32,14 +32,14 @@ export interface NDListMessage {
 }
 
 export interface ServingInputMessage {
-  readonly body: Uint8Array | undefined;
-  readonly contentType: string | undefined;
-  readonly headers: Readonly<Record<string, string>> | undefined;
-  readonly tensors: NDListMessage | undefined;
-  readonly parts: readonly ServingPart[] | undefined;
-  readonly v2: V2InferBody | undefined;
-  readonly rawTensors: boolean | undefined;
-  readonly maxDecodedBytes: number | undefined;
+  readonly body?: Uint8Array;
+  readonly contentType?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly tensors?: NDListMessage;
+  readonly parts?: readonly ServingPart[];
+  readonly v2?: V2InferBody;
+  readonly rawTensors?: boolean;
+  readonly maxDecodedBytes?: number;
 }
 
 export type ServingOutputMessage = (
@@ -52,7 +52,7 @@ export type ServingOutputMessage = (
     }
   | { readonly type: 'streamed' }
 ) & {
-  readonly headers: Readonly<Record<string, string>> | undefined;
+  readonly headers?: Readonly<Record<string, string>>;
   readonly status?: number;
 };
 
@@ -74,8 +74,26 @@ export type TransferMode = 'move' | 'copy' | 'move-owned';
  */
 export class TransferList {
   private readonly buffers = new Set<ArrayBuffer>();
+  /** One buffer the copies of a message share (see `reserveBytes`), filled from the front. */
+  private arena: ArrayBuffer | undefined;
+  private arenaUsed = 0;
 
-  constructor(readonly mode: TransferMode) {}
+  /**
+   * `reserveBytes`: about how many bytes this message will copy (see `bytesToCopy`). Copies
+   * then share one buffer of that size instead of one buffer each: a batch of small requests
+   * crosses with one transferred buffer, not one per request, which is what a message of many
+   * small views costs most. Copies that do not fit get buffers of their own.
+   */
+  constructor(
+    readonly mode: TransferMode,
+    options: { readonly reserveBytes?: number } = {},
+  ) {
+    const bytes = options.reserveBytes ?? 0;
+    if (bytes > 0) {
+      this.arena = new ArrayBuffer(bytes);
+      this.buffers.add(this.arena);
+    }
+  }
 
   /** The list to pass as `postMessage(value, list)`. */
   get transfer(): ArrayBuffer[] {
@@ -100,9 +118,39 @@ export class TransferList {
   // Unlisted, a detached buffer makes postMessage throw DataCloneError, which reaches the caller;
   // an empty buffer that is not detached costs nothing to clone.
   private copy<T extends TypedArray>(view: T): T {
+    const arena = this.arena;
+    if (arena) {
+      const offset = alignedOffset(this.arenaUsed);
+      if (offset + view.byteLength <= arena.byteLength) {
+        new Uint8Array(arena, offset, view.byteLength).set(
+          new Uint8Array(view.buffer, view.byteOffset, view.byteLength),
+        );
+        this.arenaUsed = offset + view.byteLength;
+        return viewOfSameKind(view, arena, offset);
+      }
+    }
     const copy = typedArraySlice.call(view) as T;
     this.buffers.add(copy.buffer as ArrayBuffer);
     return copy;
+  }
+
+  /**
+   * The bytes `add`/`addOwned` would copy for these views in this mode, each aligned as the
+   * arena aligns it: the `reserveBytes` that makes all of them share one buffer.
+   */
+  static bytesToCopy(
+    mode: TransferMode,
+    views: Iterable<{ readonly view: TypedArray; readonly owned: boolean }>,
+  ): number {
+    let bytes = 0;
+    for (const { view, owned } of views) {
+      const buffer = view.buffer;
+      if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) continue;
+      const whole = view.byteOffset === 0 && view.byteLength === buffer.byteLength;
+      const copied = mode === 'copy' || (owned ? false : !(mode === 'move' && whole));
+      if (copied) bytes = alignedOffset(bytes) + view.byteLength;
+    }
+    return bytes;
   }
 
   /**
@@ -117,6 +165,25 @@ export class TransferList {
     this.buffers.add(buffer);
     return view;
   }
+}
+
+/** Every typed array's elements are at most 8 bytes: an offset they can all start at. */
+function alignedOffset(offset: number): number {
+  return (offset + 7) & ~7;
+}
+
+type TypedArrayConstructor = new (
+  buffer: ArrayBuffer,
+  byteOffset: number,
+  length: number,
+) => TypedArray;
+
+/** A view of `view`'s kind over `buffer` (a Buffer becomes a Uint8Array, as a clone makes it). */
+function viewOfSameKind<T extends TypedArray>(view: T, buffer: ArrayBuffer, offset: number): T {
+  const kind = (globalThis as unknown as Record<string, TypedArrayConstructor>)[
+    view[Symbol.toStringTag]
+  ]!;
+  return new kind(buffer, offset, view.length) as T;
 }
 
 // %TypedArray%.prototype.slice copies; Buffer overrides `slice` with a view that shares memory.
@@ -165,26 +232,52 @@ export function ndListFromMessage(message: NDListMessage): NDList {
   return new NDList(message.tensors.map(tensorFromMessage));
 }
 
+/**
+ * Only the fields a request has: a structured clone writes every property, undefined ones
+ * included, and a batch carries many requests.
+ */
 export function servingInputToMessage(
   input: ServingInput,
   transfer: TransferList,
 ): ServingInputMessage {
   const owned = input.owned === true;
+  const message: { -readonly [K in keyof ServingInputMessage]: ServingInputMessage[K] } = {};
   const body = input.body;
-  return {
-    body: body === undefined ? undefined : owned ? transfer.addOwned(body) : transfer.add(body),
-    contentType: input.contentType,
-    headers: input.headers,
-    tensors:
-      input.tensors === undefined ? undefined : ndListToMessage(input.tensors, transfer, owned),
-    parts: input.parts?.map((part) => ({
+  if (body !== undefined) message.body = owned ? transfer.addOwned(body) : transfer.add(body);
+  if (input.contentType !== undefined) message.contentType = input.contentType;
+  if (input.headers !== undefined) message.headers = input.headers;
+  if (input.tensors !== undefined)
+    message.tensors = ndListToMessage(input.tensors, transfer, owned);
+  if (input.parts !== undefined)
+    message.parts = input.parts.map((part) => ({
       ...part,
       data: owned ? transfer.addOwned(part.data) : transfer.add(part.data),
-    })),
-    v2: input.v2,
-    rawTensors: input.rawTensors,
-    maxDecodedBytes: input.maxDecodedBytes,
-  };
+    }));
+  if (input.v2 !== undefined) message.v2 = input.v2;
+  if (input.rawTensors !== undefined) message.rawTensors = input.rawTensors;
+  if (input.maxDecodedBytes !== undefined) message.maxDecodedBytes = input.maxDecodedBytes;
+  return message;
+}
+
+/** The memory a request carries, for `TransferList.bytesToCopy`. */
+export function* servingInputViews(
+  input: ServingInput,
+): Generator<{ view: TypedArray; owned: boolean }> {
+  const owned = input.owned === true;
+  if (input.body !== undefined) yield { view: input.body, owned };
+  for (const tensor of input.tensors?.tensors ?? [])
+    if (!Array.isArray(tensor.data)) yield { view: tensor.data as TypedArray, owned };
+  for (const part of input.parts ?? []) yield { view: part.data, owned };
+}
+
+/** The memory an answer carries, for `TransferList.bytesToCopy`. */
+export function* servingOutputViews(
+  output: ServingOutput,
+): Generator<{ view: TypedArray; owned: boolean }> {
+  if (output.type === 'bytes') yield { view: output.body, owned: false };
+  if (output.type === 'tensors')
+    for (const tensor of output.tensors.tensors)
+      if (!Array.isArray(tensor.data)) yield { view: tensor.data as TypedArray, owned: false };
 }
 
 export function servingInputFromMessage(message: ServingInputMessage): ServingInput {
@@ -204,7 +297,11 @@ export function servingOutputToMessage(
   output: ServingOutput,
   transfer: TransferList,
 ): ServingOutputMessage {
-  const common = { headers: output.headers, ...(output.status ? { status: output.status } : {}) };
+  // No undefined fields: a batch's answers cross in one message, each field cloned.
+  const common = {
+    ...(output.headers === undefined ? {} : { headers: output.headers }),
+    ...(output.status ? { status: output.status } : {}),
+  };
   switch (output.type) {
     case 'tensors':
       return { type: 'tensors', tensors: ndListToMessage(output.tensors, transfer), ...common };
