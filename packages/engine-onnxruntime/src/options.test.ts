@@ -38,6 +38,7 @@ describe('parseSessionConfig', () => {
       optimizedModelCache: expect.stringMatching(/[\\/]onnxruntime$/),
     });
     expect(parseSessionConfig({ shareWeights: 'false' }, CPU).shareWeights).toBe(false);
+    expect(parseSessionConfig({ shareWeights: 'all' }, CPU).shareWeights).toBe('all');
     expect(parseSessionConfig({ optimizedModelCache: 'none' }, CPU).optimizedModelCache).toBe(
       undefined,
     );

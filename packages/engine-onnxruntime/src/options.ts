@@ -42,9 +42,11 @@ export interface OrtSessionConfig {
   readonly allowSpinning: boolean | undefined;
   /**
    * CPU sessions of one model read their weights from one copy per process (the model saved
-   * in ORT format, mapped once), instead of one copy per worker thread.
+   * in ORT format, mapped once), instead of one copy per worker thread. `true`: the first
+   * session keeps a copy of its own, which ONNX Runtime pre-packs (full speed), and the others
+   * read the mapping; `all`: every session reads the mapping (least memory, slower kernels).
    */
-  readonly shareWeights: boolean;
+  readonly shareWeights: boolean | 'all';
   /**
    * Where models optimized for sharing are kept across restarts (`$KILN_HOME/onnxruntime` by
    * default); undefined keeps them for the process only.
@@ -132,7 +134,13 @@ export const SESSION_OPTIONS: readonly SettingDeclaration[] = [
   },
   { key: 'logSeverityLevel', type: 'integer', min: 0, max: 4, doc: '0 verbose … 4 fatal' },
   { key: 'allowSpinning', ...SWITCH, default: 'false', doc: 'idle threads spin before sleeping' },
-  { key: 'shareWeights', ...SWITCH, default: 'true', doc: "one copy of a model's weights" },
+  {
+    key: 'shareWeights',
+    type: 'choice',
+    values: ['true', 'false', 'all'],
+    default: 'true',
+    doc: "one copy of a model's weights beside the first session's pre-packed one; all: none of its own",
+  },
   {
     key: 'optimizedModelCache',
     type: 'string',
@@ -194,7 +202,8 @@ export function parseSessionConfig(
     logSeverityLevel:
       (o.integer('logSeverityLevel') as 0 | 1 | 2 | 3 | 4 | undefined) ?? defaults.logSeverityLevel,
     allowSpinning: o.boolean('allowSpinning') ?? defaults.allowSpinning,
-    shareWeights: o.boolean('shareWeights') ?? defaults.shareWeights,
+    shareWeights:
+      shareWeights(o.oneOf<'true' | 'false' | 'all'>('shareWeights')) ?? defaults.shareWeights,
     optimizedModelCache: cacheFolder(o.string('optimizedModelCache'), defaults.optimizedModelCache),
   };
 }
@@ -277,4 +286,8 @@ function optLevel(o: OptionReader, text: string): OptLevel {
       "is not one of disabled, basic, extended, all (or DJL's NO_OPT, BASIC_OPT, EXTENDED_OPT, ALL_OPT)",
     );
   return level;
+}
+
+function shareWeights(value: 'true' | 'false' | 'all' | undefined): boolean | 'all' | undefined {
+  return value === undefined ? undefined : value === 'all' ? 'all' : value === 'true';
 }

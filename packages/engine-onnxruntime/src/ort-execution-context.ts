@@ -7,6 +7,7 @@ import {
 } from '@kiln/core';
 import type { OrtProfile } from './profiling/ort-profile.js';
 import type { RunTiming, SessionRunner } from './session-runner.js';
+import type { WeightSharing } from './shared-weights.js';
 
 /**
  * One OnnxRuntime session used as a Kiln execution context. Forwards run on the calling
@@ -32,6 +33,11 @@ export class OrtExecutionContext implements ExecutionContext {
 
   get outputs() {
     return this.session.outputs;
+  }
+
+  /** Where this context's session reads its weights from (see WeightSharing). */
+  get weights(): WeightSharing {
+    return this.session.weightSharing;
   }
 
   /** Forward calls completed so far. */

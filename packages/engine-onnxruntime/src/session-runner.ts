@@ -35,8 +35,12 @@ export class SessionRunner {
     private readonly profileDir: string | undefined,
     /** Whether the weights are the process's shared copy, or why not. */
     readonly weightSharing: WeightSharing,
-    /** The shared bytes ORT reads the weights from in place: kept alive with the session. */
-    private weights: ArrayBuffer | undefined,
+    /**
+     * What the session holds on to: the shared bytes ORT reads the weights from in place, kept
+     * alive with it, and what to give back when it is released (a claim on an own copy).
+     */
+    private held:
+      { weights?: ArrayBuffer | undefined; release?: (() => void) | undefined } | undefined,
   ) {
     this.profilingOpen = profileDir !== undefined;
   }
@@ -67,7 +71,7 @@ export class SessionRunner {
       if (profileDir) await rm(profileDir, { recursive: true, force: true });
       throw loadError(error, modelPath, config);
     }
-    const { session, weights, sharing } = opened;
+    const { session, weights, sharing, release } = opened;
     try {
       const metadata = [...session.inputMetadata, ...session.outputMetadata];
       // ORT reports "no shape declared" as [], like a scalar: only the model file tells.
@@ -76,9 +80,13 @@ export class SessionRunner {
         : new Set<string>();
       const inputs = session.inputMetadata.map((m) => toDescriptor(m, 'input', unshaped));
       const outputs = session.outputMetadata.map((m) => toDescriptor(m, 'output', unshaped));
-      return new SessionRunner(ort, session, inputs, outputs, profileDir, sharing, weights);
+      return new SessionRunner(ort, session, inputs, outputs, profileDir, sharing, {
+        weights,
+        release,
+      });
     } catch (error) {
       await session.release();
+      release?.();
       if (profileDir) await rm(profileDir, { recursive: true, force: true });
       throw error;
     }
@@ -120,7 +128,8 @@ export class SessionRunner {
 
   async close(): Promise<void> {
     await this.session.release();
-    this.weights = undefined;
+    this.held?.release?.();
+    this.held = undefined;
     if (this.profileDir) await rm(this.profileDir, { recursive: true, force: true });
   }
 }

@@ -38,7 +38,12 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
   const entries = async (folder = 'cache') => (await readdir(join(root, folder))).sort();
 
   it('gives every context of a model one copy of its weights, computing what a private copy computes', async () => {
-    const shared = await loadOrtModel(resnet.dir, { intraOpNumThreads: '1', ...cache() });
+    // `all`: every session reads the mapping, the first one too.
+    const shared = await loadOrtModel(resnet.dir, {
+      intraOpNumThreads: '1',
+      shareWeights: 'all',
+      ...cache(),
+    });
     const own = await loadOrtModel(resnet.dir, {
       intraOpNumThreads: '1',
       shareWeights: 'false',
@@ -82,10 +87,38 @@ describe.skipIf(!ort.run || addonMissing)('shared weights', () => {
     await own.dispose();
   });
 
+  it('lets the first session of a model keep a pre-packed copy of its own; the others share', async () => {
+    const model = await loadOrtModel(resnet.dir, { intraOpNumThreads: '1', ...cache() });
+    // The session made at load is the process's first: its own copy, which ORT pre-packs.
+    expect(model.describe().weights).toMatchObject({
+      shared: true,
+      bytes: expect.any(Number),
+      ownCopy: true,
+    });
+    const first = await model.newExecutionContext();
+    const [second, third] = await Promise.all([
+      model.newExecutionContext(),
+      model.newExecutionContext(),
+    ]);
+    expect(first.weights).toMatchObject({ shared: true, ownCopy: true });
+    for (const other of [second, third]) {
+      expect(other.weights).toMatchObject({ shared: true });
+      expect(other.weights).not.toHaveProperty('ownCopy');
+    }
+    expect(addon.addon!.stats().mappings).toBe(1);
+    const expected = Array.from((await first.forward(input)).get(0).data as Float32Array);
+    expect(Array.from((await second.forward(input)).get(0).data as Float32Array)).toEqual(expected);
+    // Once the owner is gone, the next session made owns a copy again.
+    await first.close();
+    const next = await model.newExecutionContext();
+    expect(next.weights).toMatchObject({ ownCopy: true });
+    await model.dispose();
+  });
+
   it('maps the model again once it changed on disk, and unmaps what no session holds', async () => {
-    const first = await loadOrtModel(resnet.dir, cache());
+    const first = await loadOrtModel(resnet.dir, { shareWeights: 'all', ...cache() });
     await utimes(join(resnet.dir, 'model.onnx'), new Date(), new Date(Date.now() + 5000));
-    const second = await loadOrtModel(resnet.dir, cache());
+    const second = await loadOrtModel(resnet.dir, { shareWeights: 'all', ...cache() });
     expect(addon.addon!.stats().mappings).toBe(2);
     await first.dispose();
     await second.dispose();
