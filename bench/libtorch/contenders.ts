@@ -17,7 +17,8 @@ const BIG = { maxBuffer: 64 * 1024 * 1024, timeout: 600_000 };
 /** Environment of every measured process (set OMP_WAIT_POLICY here to compare like with like). */
 export const childEnv: Record<string, string | undefined> = { ...process.env };
 
-export type Contender = 'kiln' | 'cpp' | 'python';
+/** `python-frozen`: Python torch running the module frozen, as torch's docs advise. */
+export type Contender = 'kiln' | 'cpp' | 'python' | 'python-frozen';
 
 export interface LoopSpec {
   readonly modelDir: string;
@@ -58,10 +59,17 @@ export class Runner {
     const [file, args] =
       contender === 'cpp'
         ? [BASELINE, [model, ...numbers]]
-        : contender === 'python'
+        : contender === 'python' || contender === 'python-frozen'
           ? [
               PYTHON,
-              [join(HERE, 'python_loop.py'), model, ...numbers, device, spec.copies ?? 'plain'],
+              [
+                join(HERE, 'python_loop.py'),
+                model,
+                ...numbers,
+                device,
+                spec.copies ?? 'plain',
+                contender === 'python-frozen' ? 'frozen' : 'as-loaded',
+              ],
             ]
           : [
               process.execPath,

@@ -1,12 +1,14 @@
 """The Python baseline: Python torch running the same TorchScript module in a plain loop.
 
-    python3 bench/libtorch/python_loop.py MODEL.pt THREADS BATCH [DEVICE] [COPIES]
+    python3 bench/libtorch/python_loop.py MODEL.pt THREADS BATCH [DEVICE] [COPIES] [FROZEN]
 DEVICE is torch's name (cpu, cuda:0; default cpu). The input lives in host memory, as a
 server receives it, and each forward's output is brought back to it. COPIES:
   plain           x.to(device), forward, .cpu(): what a plain Python server does (default)
   pinned-streams  page-locked input and output buffers, copies queued without waiting on two
                   side streams taking turns, so one forward's copies overlap the other's
                   compute (on the CPU: the same loop without pinning or streams)
+FROZEN: `frozen` runs the module as torch's docs advise for inference,
+`torch.jit.optimize_for_inference(torch.jit.freeze(module))`; `as-loaded` (default) as loaded.
 Loads the module, prints "ready", then for each line "N" on stdin runs N forwards and prints
 one JSON line {"ms": [per-forward milliseconds...]}; an empty line or EOF ends it. In
 pinned-streams mode forwards overlap, so each is given the mean of the segment.
@@ -23,9 +25,14 @@ device = torch.device(sys.argv[4] if len(sys.argv) > 4 else "cpu")
 copies = sys.argv[5] if len(sys.argv) > 5 else "plain"
 if copies not in ("plain", "pinned-streams"):
     sys.exit(f"unknown copies mode {copies!r} (plain, pinned-streams)")
+frozen = sys.argv[6] if len(sys.argv) > 6 else "as-loaded"
+if frozen not in ("as-loaded", "frozen"):
+    sys.exit(f"unknown module mode {frozen!r} (as-loaded, frozen)")
 cuda = device.type == "cuda"
 torch.set_num_threads(threads)
 module = torch.jit.load(path, map_location=device).eval()
+if frozen == "frozen":
+    module = torch.jit.optimize_for_inference(torch.jit.freeze(module))
 x = torch.rand(batch, 3, 224, 224)
 
 

@@ -4,7 +4,8 @@
  * bench time), with the same intra-op threads, at batch 1 and 8. Each contender is its own
  * process with the model loaded; they take turns running short segments of forwards (the
  * order rotating), so all see the same machine load. Kiln runs at its defaults
- * (optimize_for_inference on); Python and C++ run the module as loaded. Then Kiln's fixed
+ * (optimize_for_inference on); Python and C++ run the module as loaded, and Python also frozen
+ * as torch's docs advise (`optimize_for_inference(freeze(m))`, one line). Then Kiln's fixed
  * cost per call, optimize_for_inference on vs off, and the memory of 4 predictors against 1.
  *
  *   node -C @kiln/source --import tsx bench/libtorch/run.ts [--segments 12] [--threads 2] [--batches 1,8]
@@ -62,6 +63,11 @@ const forwardsFor = (batch: number) => Math.max(3, Math.round(10 / batch));
 const fmt = (n: number, digits = 2) => n.toFixed(digits);
 
 const ratio = (slow: number[], fast: number[]) => median(slow.map((v, i) => v / fast[i]!));
+/** The range of the same per-forward ratios: [min–max]. */
+const spread = (slow: number[], fast: number[]) => {
+  const ratios = slow.map((v, i) => v / fast[i]!);
+  return `[${fmt(Math.min(...ratios))}–${fmt(Math.max(...ratios))}]`;
+};
 
 const dir = await mkdtemp(join(tmpdir(), 'kiln-bench-libtorch-'));
 try {
@@ -76,14 +82,20 @@ try {
   for (const batch of batches) {
     const spec = { modelDir: dir, threads, batch };
     const m = await withRunners(
-      { kiln: ['kiln', spec], cpp: ['cpp', spec], python: ['python', spec] },
+      {
+        kiln: ['kiln', spec],
+        cpp: ['cpp', spec],
+        python: ['python', spec],
+        frozen: ['python-frozen', spec],
+      },
       (runners) => turns(runners, segments, forwardsFor(batch)),
     );
     if (batch === 1) resnetB1Ms = median(m.cpp!);
     console.log(
-      `batch ${batch}: median ms/forward kiln ${fmt(median(m.kiln!))} | c++ ${fmt(median(m.cpp!))} | python ${fmt(median(m.python!))}\n` +
-        `  kiln vs c++ loop   ${fmt(ratio(m.cpp!, m.kiln!))}× throughput (target ≥ 0.97)\n` +
-        `  kiln vs python     ${fmt(ratio(m.python!, m.kiln!))}× throughput (target ≥ ${batch === 1 ? '1.1' : '1.0'})`,
+      `batch ${batch}: median ms/forward kiln ${fmt(median(m.kiln!))} | c++ ${fmt(median(m.cpp!))} | python ${fmt(median(m.python!))} | python frozen ${fmt(median(m.frozen!))}\n` +
+        `  kiln vs c++ loop        ${fmt(ratio(m.cpp!, m.kiln!))}× throughput (target ≥ 0.97)\n` +
+        `  kiln vs python          ${fmt(ratio(m.python!, m.kiln!))}× throughput (target ≥ ${batch === 1 ? '1.1' : '1.0'})\n` +
+        `  kiln vs python frozen   ${fmt(ratio(m.frozen!, m.kiln!))}× throughput (target ≥ 1.0; ${spread(m.frozen!, m.kiln!)} over segments)`,
     );
   }
 

@@ -1,4 +1,5 @@
 import { type ChildProcess, execFileSync, fork, spawn } from 'node:child_process';
+import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Tensor, encodeNpy, type ServingInput } from '@kiln/core';
 import { createWorkerPool, parsePlacement } from '@kiln/worker-pool';
@@ -69,6 +70,8 @@ export function v2BinaryRequest(workload: Workload): {
 
 export interface RunningServer {
   readonly url: string;
+  /** The server's process (its main thread's id too); a server of several processes has none. */
+  readonly pid?: number;
   /** Kiln only: where the model's workers run, as `kiln serve` reported it. */
   readonly placement?: string;
   stop(): Promise<void>;
@@ -156,6 +159,7 @@ export async function startKilnServe(
   return {
     url: `http://127.0.0.1:${port}`,
     stop: () => stopChild(child),
+    ...(processes === 1 && child.pid !== undefined ? { pid: child.pid } : {}),
     ...(placement ? { placement: `${placement[1]} (${placement[2]})` } : {}),
   };
 }
@@ -191,7 +195,11 @@ async function forkServer(
     child.once('message', () => resolve());
     child.once('exit', (code) => reject(new Error(`${label} exited with ${code}`)));
   });
-  return { url: `http://127.0.0.1:${port}`, stop: () => stopChild(child) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () => stopChild(child),
+    ...(child.pid === undefined ? {} : { pid: child.pid }),
+  };
 }
 
 /** The same model and pool settings in process: Kiln's predictor path without HTTP. */
@@ -278,3 +286,21 @@ export function stopChild(child: ChildProcess): Promise<void> {
     setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
   });
 }
+
+/**
+ * CPU time a process's main thread has used so far, in µs (Linux: its task's utime + stime in
+ * /proc, clock ticks); undefined where /proc cannot tell.
+ */
+export function mainThreadCpuUs(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
+    // Fields after the command name, which may hold spaces: state is field 3, utime 14, stime 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return undefined;
+  }
+}
+
+/** USER_HZ: 100 on every Linux Node supports. */
+const CLOCK_TICKS = 100;

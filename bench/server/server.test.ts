@@ -33,9 +33,14 @@ describe.runIf(availability.run)('bench/server', () => {
     expect(stdout).toMatch(/naive koa\+ort\s+[\d.]+ \[/);
     // The floor (Kiln's design written bare) answers the same numbers, or the run stops.
     expect(stdout).toMatch(/floor\s+[\d.]+ \[/);
-    expect(stdout).toMatch(/kiln defaults ÷ floor: [\d.]+ \[/);
+    expect(stdout).toMatch(/kiln defaults ÷ floor: [\d.]+ \[[\d.]+–[\d.]+\]× \(goal ≥ 0.8×/);
     expect(stdout).toMatch(
-      /kiln defaults ÷ naive: [\d.]+ \[[\d.]+–[\d.]+\]× \(goal ≥ 2×: (meets|misses)\)/,
+      /kiln defaults ÷ naive: [\d.]+ \[[\d.]+–[\d.]+\]× \(goal ≥ 2.5×: (meets|misses)\)/,
+    );
+    // Main-thread CPU a request, read from /proc for each server of one process.
+    expect(stdout).toMatch(/main-thread CPU a request, µs \(from \/proc\): kiln defaults [\d.]+/);
+    expect(stdout).toMatch(
+      /main-thread CPU a request, kiln defaults ÷ floor: [\d.]+ .*goal ≤ 1.3×/,
     );
     expect(stdout).toMatch(/load average [\d.]+ \/ [\d.]+ \/ [\d.]+/);
   }, 150_000);
