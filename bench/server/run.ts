@@ -83,6 +83,8 @@ interface Scenario {
    * the bare probe's p99 in the same pass to PING_RATIO_GOAL.
    */
   readonly pingGoal?: { readonly contenders: readonly string[]; readonly goal: Goal };
+  /** Runs only when named by --only. */
+  readonly onlyWhenAsked?: boolean;
   /** Main-thread CPU a request of one contender over another's, from the same rounds. */
   readonly mainThreadCpu?: { readonly of: string; readonly over: string; readonly goal: Goal };
 }
@@ -227,6 +229,41 @@ const scenarios: Scenario[] = [
     pingGoal: { contenders: ['kiln defaults', 'naive koa+ort'], goal: { atMost: 5 } },
   },
 ];
+
+// ResNet-18 at c16 under other layouts than the defaults: which one the defaults should be
+// (run with --only resnet18-layouts).
+scenarios.push({
+  label: 'resnet18-layouts',
+  onlyWhenAsked: true,
+  model: scenarios.find((s) => s.label === 'resnet18')!.model,
+  concurrency: 16,
+  contenders: [
+    { name: 'kiln defaults', kind: 'kiln' },
+    { name: 'kiln spinning', kind: 'kiln', properties: { 'option.allowSpinning': 'true' } },
+    { name: 'kiln batch 1', kind: 'kiln', properties: { batch_size: '1' } },
+    {
+      name: 'kiln 2 workers × 1 thread',
+      kind: 'kiln',
+      properties: { minWorkers: '2', maxWorkers: '2', 'option.intraOpNumThreads': '1' },
+    },
+    { name: 'naive koa+ort', kind: 'naive' },
+  ],
+  ratios: [
+    {
+      label: 'kiln defaults ÷ naive',
+      of: 'kiln defaults',
+      over: 'naive koa+ort',
+      goal: { atLeast: 1.1 },
+    },
+    { label: 'kiln spinning ÷ naive', of: 'kiln spinning', over: 'naive koa+ort' },
+    { label: 'kiln batch 1 ÷ naive', of: 'kiln batch 1', over: 'naive koa+ort' },
+    {
+      label: 'kiln 2 workers × 1 thread ÷ naive',
+      of: 'kiln 2 workers × 1 thread',
+      over: 'naive koa+ort',
+    },
+  ],
+});
 
 interface Started {
   readonly spec: ContenderSpec;
@@ -457,7 +494,7 @@ console.log(
 buildKilnCli();
 let port = 18400;
 for (const scenario of scenarios) {
-  if (only && !only.includes(scenario.label)) continue;
+  if (only ? !only.includes(scenario.label) : scenario.onlyWhenAsked) continue;
   await runScenario(scenario, port);
   port += 50;
 }
