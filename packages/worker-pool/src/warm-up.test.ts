@@ -90,6 +90,30 @@ describe('warmUp', () => {
 });
 
 describe('parsing', () => {
+  it("leaves out the default's larger size when one row says it would pass the budget", async () => {
+    const slowRow = (msPerRow: number) => async (batch: readonly NDList[]) => {
+      await new Promise((resolve) => setTimeout(resolve, msPerRow * batch.length));
+      return batch.map(() => ({ ok: true as const, value: undefined }));
+    };
+    // 60 ms a row: 32 rows would take ~1.9 s (timed from batches of 1 and 2).
+    const slow = await warmUp(BATCHED, slowRow(60), { ...DEFAULTS, autoBatchSize: 32 });
+    expect(slow).toMatchObject({
+      batchSizes: [1],
+      leftOut: expect.stringMatching(/batch size 32 would take about \d+ ms .*warmup_batch_sizes/),
+    });
+    // Asked for by warmup_batch_sizes, the same size runs.
+    const asked = await warmUp(BATCHED, slowRow(10), {
+      ...DEFAULTS,
+      batchSizes: [1, 32],
+      autoBatchSize: 32,
+    });
+    expect(asked).toMatchObject({ batchSizes: [1, 32] });
+    expect(asked).not.toHaveProperty('leftOut');
+    // A cheap model runs both.
+    const cheap = await warmUp(BATCHED, slowRow(0), { ...DEFAULTS, autoBatchSize: 32 });
+    expect(cheap).toMatchObject({ batchSizes: [1, 32] });
+  });
+
   it('reads batch sizes and none; refuses 0, negatives and words, naming the key', () => {
     expect(parseWarmupBatchSizes(' 1, 4,4 ')).toEqual([1, 4, 4]);
     expect(parseWarmupBatchSizes('None')).toEqual([]);

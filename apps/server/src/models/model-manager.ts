@@ -459,7 +459,11 @@ export class ModelManager {
       this.log?.info({ model: name, warmup }, `model ${name}: warm-up skipped: ${warmup.skipped}`);
     } else {
       const sizes = warmup.batchSizes.join(', ');
-      this.log?.info({ model: name, warmup }, `model ${name} warmed up at batch sizes ${sizes}`);
+      const leftOut = warmup.leftOut ? `; left out ${warmup.leftOut}` : '';
+      this.log?.info(
+        { model: name, warmup },
+        `model ${name} warmed up at batch sizes ${sizes}${leftOut}`,
+      );
     }
   }
 
