@@ -90,28 +90,42 @@ describe('warmUp', () => {
 });
 
 describe('parsing', () => {
-  it("leaves out the default's larger size when one row says it would pass the budget", async () => {
-    const slowRow = (msPerRow: number) => async (batch: readonly NDList[]) => {
-      await new Promise((resolve) => setTimeout(resolve, msPerRow * batch.length));
-      return batch.map(() => ({ ok: true as const, value: undefined }));
+  it("leaves out the default's larger size when it would pass the budget, timing rows only where the first run cannot tell", async () => {
+    // A batch costs `fixedMs` plus `rowMs` a row; the sizes run are recorded.
+    const timed = (fixedMs: number, rowMs: number) => {
+      const sizes: number[] = [];
+      const runner = async (batch: readonly NDList[]) => {
+        sizes.push(batch.length);
+        await new Promise((resolve) => setTimeout(resolve, fixedMs + rowMs * batch.length));
+        return batch.map(() => ({ ok: true as const, value: undefined }));
+      };
+      return { sizes, runner };
     };
-    // 60 ms a row: 32 rows would take ~1.9 s (timed from batches of 1 and 2).
-    const slow = await warmUp(BATCHED, slowRow(60), { ...DEFAULTS, autoBatchSize: 32 });
-    expect(slow).toMatchObject({
+    const request = { ...DEFAULTS, autoBatchSize: 32 };
+    // 60 ms a row: the first run alone says 32 rows would take far too long.
+    const slow = timed(0, 60);
+    expect(await warmUp(BATCHED, slow.runner, request)).toMatchObject({
       batchSizes: [1],
       leftOut: expect.stringMatching(/batch size 32 would take about \d+ ms .*warmup_batch_sizes/),
     });
-    // Asked for by warmup_batch_sizes, the same size runs.
-    const asked = await warmUp(BATCHED, slowRow(10), {
-      ...DEFAULTS,
-      batchSizes: [1, 32],
-      autoBatchSize: 32,
-    });
-    expect(asked).toMatchObject({ batchSizes: [1, 32] });
-    expect(asked).not.toHaveProperty('leftOut');
-    // A cheap model runs both.
-    const cheap = await warmUp(BATCHED, slowRow(0), { ...DEFAULTS, autoBatchSize: 32 });
-    expect(cheap).toMatchObject({ batchSizes: [1, 32] });
+    expect(slow.sizes).toEqual([1]);
+    // 10 ms a row: the first run cannot tell; rows timed at 1 and 2 say ~320 ms.
+    const middling = timed(0, 10);
+    expect(await warmUp(BATCHED, middling.runner, request)).toMatchObject({ batchSizes: [1] });
+    expect(middling.sizes).toEqual([1, 1, 2]);
+    // 8 ms a batch whatever its rows: timed at 1 and 2, 32 rows cost about as little.
+    const fixed = timed(8, 0);
+    expect(await warmUp(BATCHED, fixed.runner, request)).toMatchObject({ batchSizes: [1, 32] });
+    expect(fixed.sizes).toEqual([1, 1, 2, 32]);
+    // A cheap model runs both at once.
+    const cheap = timed(0, 0);
+    expect(await warmUp(BATCHED, cheap.runner, request)).toMatchObject({ batchSizes: [1, 32] });
+    expect(cheap.sizes).toEqual([1, 32]);
+    // Asked for by warmup_batch_sizes, a slow size runs all the same.
+    const asked = timed(0, 10);
+    const report = await warmUp(BATCHED, asked.runner, { ...request, batchSizes: [1, 32] });
+    expect(report).toMatchObject({ batchSizes: [1, 32] });
+    expect(report).not.toHaveProperty('leftOut');
   });
 
   it('reads batch sizes and none; refuses 0, negatives and words, naming the key', () => {

@@ -37,7 +37,8 @@ export type WarmupReport =
  * its full batch holds READY back for as long as that batch runs, and leaves the engine's
  * arena at that batch's size in every worker: ResNet-18 at 32 on a 2-core machine took 2 s of
  * start and ~160 MiB a worker. A model that costs that much warms up at 1; sizes asked for by
- * `warmup_batch_sizes` always run. Before it, batches of 1 and 2 rows are timed to tell.
+ * `warmup_batch_sizes` always run. Where the first run at batch 1 does not settle it, batches of
+ * 1 and 2 rows are timed to tell (see expectedBatchMs).
  */
 export const DEFAULT_WARMUP_BUDGET_MS = 250;
 
@@ -76,16 +77,11 @@ export async function warmUp(
       return `its run at batch size ${size} failed: ${failed.error.message}`;
     return performance.now() - runStarted;
   };
+  let firstMs = 0;
   for (const [i, size] of sizes.entries()) {
     if (!request.batchSizes && i > 0) {
-      // The default's larger size, when its expected time is over budget (see above): batches
-      // of 1 and 2 rows, timed warm (a shape's first run pays for setting it up), give a
-      // batch's fixed cost and the cost of each row.
-      const one = await run(1);
-      if (typeof one === 'string') return { skipped: one };
-      const two = await run(2);
-      if (typeof two === 'string') return { skipped: two };
-      const expectedMs = one + Math.max(0, two - one) * (size - 1);
+      const expectedMs = await expectedBatchMs(size, firstMs, run);
+      if (typeof expectedMs === 'string') return { skipped: expectedMs };
       if (expectedMs > DEFAULT_WARMUP_BUDGET_MS) {
         leftOut = `batch size ${size} would take about ${Math.round(expectedMs)} ms (set warmup_batch_sizes to run it)`;
         break;
@@ -93,6 +89,7 @@ export async function warmUp(
     }
     const ms = await run(size);
     if (typeof ms === 'string') return { skipped: ms };
+    if (i === 0) firstMs = ms;
     ran.push(size);
   }
   return {
@@ -100,6 +97,25 @@ export async function warmUp(
     ms: Math.round(performance.now() - started),
     ...(leftOut ? { leftOut } : {}),
   };
+}
+
+/**
+ * How long the default's batch of `size` rows should take (see DEFAULT_WARMUP_BUDGET_MS), from
+ * the first run's time (one row, cold: an upper bound on a row) where that settles it either
+ * way, else from batches of 1 and 2 rows timed warm: a batch's fixed cost and each row's.
+ */
+async function expectedBatchMs(
+  size: number,
+  firstMs: number,
+  run: (size: number) => Promise<number | string>,
+): Promise<number | string> {
+  const bound = firstMs * size;
+  if (bound <= DEFAULT_WARMUP_BUDGET_MS || bound > 4 * DEFAULT_WARMUP_BUDGET_MS) return bound;
+  const one = await run(1);
+  if (typeof one === 'string') return one;
+  const two = await run(2);
+  if (typeof two === 'string') return two;
+  return one + Math.max(0, two - one) * (size - 1);
 }
 
 /** The sizes a worker runs: those asked for, else 1 and the pool's batch size. */
