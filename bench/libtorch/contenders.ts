@@ -174,13 +174,31 @@ export async function turns(
   const names = Object.keys(runners);
   const medians: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
   for (const name of names) await runners[name]!.forwards(3);
+  // Each segment in its own shuffled order: a process leaves threads spinning or yielding on
+  // the cores for a while after its turn (OpenMP teams, OpenBLAS), so a fixed rotation would
+  // always hand one contender the same predecessor's leftovers.
+  const random = seededRandom(0x6b696c6e);
   for (let s = 0; s < count; s++) {
-    for (let i = 0; i < names.length; i++) {
-      const name = names[(i + s) % names.length]!;
-      medians[name]!.push(median(await runners[name]!.forwards(forwards)));
+    const order = [...names];
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = Math.floor(random() * (i + 1));
+      [order[i], order[j]] = [order[j]!, order[i]!];
     }
+    for (const name of order) medians[name]!.push(median(await runners[name]!.forwards(forwards)));
   }
   return medians;
+}
+
+/** mulberry32: the same orders every run. */
+function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }
 
 /** Starts one runner per entry, hands them to `use`, and closes them all whatever happens. */

@@ -3,7 +3,7 @@
  * Python torch, on torchvision's ResNet-18 (random weights, scripted by /usr/bin/python3 at
  * bench time), with the same intra-op threads, at batch 1 and 8. Each contender is its own
  * process with the model loaded; they take turns running short segments of forwards (the
- * order rotating), so all see the same machine load. Kiln runs at its defaults
+ * order shuffled, the same every run), so all see the same machine load. Kiln runs at its defaults
  * (optimize_for_inference on); Python and C++ run the module as loaded, and Python also frozen
  * as torch's docs advise (`optimize_for_inference(freeze(m))`, one line). Then Kiln's fixed
  * cost per call, optimize_for_inference on vs off, and the memory of 4 predictors against 1.
