@@ -94,9 +94,16 @@ describe('warm-up before a model is ready', () => {
       engineModules: [ENGINE],
     });
     await server.settled();
-    // A cheap model's first run at 1 tells the larger size is cheap enough to run.
-    expect(fixed.forwards()).toEqual(['1', '8']);
-    expect(adaptive.forwards()).toEqual(['1', '16']);
+    // A cheap model's first run at 1 tells the larger size is cheap enough to run; on a busy
+    // machine that run may take long enough for batches of 1 and 2 to be timed first.
+    expect([
+      ['1', '8'],
+      ['1', '1', '2', '8'],
+    ]).toContainEqual(fixed.forwards());
+    expect([
+      ['1', '16'],
+      ['1', '1', '2', '16'],
+    ]).toContainEqual(adaptive.forwards());
   });
 
   it('takes the server-wide warmup_batch_sizes of config.properties; none turns it off', async () => {

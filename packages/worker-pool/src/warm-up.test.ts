@@ -91,39 +91,47 @@ describe('warmUp', () => {
 
 describe('parsing', () => {
   it("leaves out the default's larger size when it would pass the budget, timing rows only where the first run cannot tell", async () => {
-    // A batch costs `fixedMs` plus `rowMs` a row; the sizes run are recorded.
-    const timed = (fixedMs: number, rowMs: number) => {
+    // A batch costs `fixedMs` plus `rowMs` a row on a clock of the test's own, the first run of
+    // the session `coldMs` more; the sizes run are recorded.
+    const timed = (fixedMs: number, rowMs: number, coldMs = 0) => {
       const sizes: number[] = [];
+      let clock = 0;
       const runner = async (batch: readonly NDList[]) => {
+        clock += fixedMs + rowMs * batch.length + (sizes.length === 0 ? coldMs : 0);
         sizes.push(batch.length);
-        await new Promise((resolve) => setTimeout(resolve, fixedMs + rowMs * batch.length));
         return batch.map(() => ({ ok: true as const, value: undefined }));
       };
-      return { sizes, runner };
+      return { sizes, runner, now: () => clock };
     };
     const request = { ...DEFAULTS, autoBatchSize: 32 };
+    const warm = (t: ReturnType<typeof timed>, r: WarmupRequest = request) =>
+      warmUp(BATCHED, t.runner, r, t.now);
     // 60 ms a row: the first run alone says 32 rows would take far too long.
     const slow = timed(0, 60);
-    expect(await warmUp(BATCHED, slow.runner, request)).toMatchObject({
+    expect(await warm(slow)).toMatchObject({
       batchSizes: [1],
       leftOut: expect.stringMatching(/batch size 32 would take about \d+ ms .*warmup_batch_sizes/),
     });
     expect(slow.sizes).toEqual([1]);
     // 10 ms a row: the first run cannot tell; rows timed at 1 and 2 say ~320 ms.
     const middling = timed(0, 10);
-    expect(await warmUp(BATCHED, middling.runner, request)).toMatchObject({ batchSizes: [1] });
+    expect(await warm(middling)).toMatchObject({ batchSizes: [1] });
     expect(middling.sizes).toEqual([1, 1, 2]);
     // 8 ms a batch whatever its rows: timed at 1 and 2, 32 rows cost about as little.
     const fixed = timed(8, 0);
-    expect(await warmUp(BATCHED, fixed.runner, request)).toMatchObject({ batchSizes: [1, 32] });
+    expect(await warm(fixed)).toMatchObject({ batchSizes: [1, 32] });
     expect(fixed.sizes).toEqual([1, 1, 2, 32]);
     // A cheap model runs both at once.
-    const cheap = timed(0, 0);
-    expect(await warmUp(BATCHED, cheap.runner, request)).toMatchObject({ batchSizes: [1, 32] });
+    const cheap = timed(0.1, 0.1);
+    expect(await warm(cheap)).toMatchObject({ batchSizes: [1, 32] });
     expect(cheap.sizes).toEqual([1, 32]);
+    // A cold first run (setting the shape up) that says nothing of a row's cost: timed warm.
+    const cold = timed(0.1, 0.1, 20);
+    expect(await warm(cold)).toMatchObject({ batchSizes: [1, 32] });
+    expect(cold.sizes).toEqual([1, 1, 2, 32]);
     // Asked for by warmup_batch_sizes, a slow size runs all the same.
     const asked = timed(0, 10);
-    const report = await warmUp(BATCHED, asked.runner, { ...request, batchSizes: [1, 32] });
+    const report = await warm(asked, { ...request, batchSizes: [1, 32] });
     expect(report).toMatchObject({ batchSizes: [1, 32] });
     expect(report).not.toHaveProperty('leftOut');
   });
