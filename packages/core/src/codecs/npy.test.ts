@@ -101,6 +101,22 @@ describe('encodeNpy', () => {
 });
 
 describe('decodeNpy', () => {
+  it('reads each body by its own header while bodies with the same header come one after another', () => {
+    const first = Buffer.from(encodeNpy(new Tensor('float32', new Float32Array([1, 2]), [1, 2])));
+    const same = Buffer.from(encodeNpy(new Tensor('float32', new Float32Array([3, 4]), [1, 2])));
+    expect(decodeNpy(first).shape).toEqual([1, 2]);
+    // The first body changes after it was read (a server reuses or moves its memory): the next
+    // body with the same header is still read by that header, not by what the first became.
+    first.fill(0);
+    const again = decodeNpy(same);
+    expect(again.shape).toEqual([1, 2]);
+    expect(Array.from(again.data as Float32Array)).toEqual([3, 4]);
+    const other = encodeNpy(new Tensor('int32', new Int32Array([5, 6, 7]), [3]));
+    expect(decodeNpy(other).shape).toEqual([3]);
+    expect(decodeNpy(other).dtype).toBe('int32');
+    expect(() => decodeNpy(first)).toThrow(/npy/);
+  });
+
   it('byte-swaps big-endian data', () => {
     const tensor = decodeNpy(
       npyFile(

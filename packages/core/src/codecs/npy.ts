@@ -147,7 +147,22 @@ function readHeader(reader: ByteReader): NpyHeader {
     throw malformed(FORMAT, `header of ${headerLength} bytes is too long`);
   }
   const headerBytes = reader.take(headerLength, 'header');
-  return parseHeader(major === 3 ? decodeUtf8(headerBytes) : latin1(headerBytes));
+  // The request before sent the same header, most of the time: compared byte for byte, it needs
+  // no text made of it at all.
+  const last = lastHeader;
+  if (last && last.major === major && sameBytes(last.bytes, headerBytes)) return last.header;
+  const header = parseHeader(major === 3 ? decodeUtf8(headerBytes) : latin1(headerBytes));
+  // A copy: a Buffer's slice() would be a view of the request, which moves on or changes.
+  lastHeader = { major, bytes: Uint8Array.from(headerBytes), header };
+  return header;
+}
+
+let lastHeader: { major: number; bytes: Uint8Array; header: NpyHeader } | undefined;
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function latin1(bytes: Uint8Array): string {
