@@ -30,6 +30,7 @@ export * from './loading/model-source.js';
 export * from './loading/model-loader.js';
 export * from './workers/spawn-worker.js';
 export * from './workers/transfer.js';
+export * from './workers/packed-outputs.js';
 export * from './allocator/allocator-library.js';
 export * from './codecs/index.js';
 export * from './translators/index.js';

@@ -20,6 +20,7 @@ import {
   type TransferMode,
   loadResolvedModel,
   loadTextTokenizer,
+  packServingOutputs,
   servingInputFromMessage,
   servingOutputToMessage,
   servingOutputViews,
@@ -187,6 +188,20 @@ function postResults(
   timings: PredictTimings | undefined,
   mode: TransferMode,
 ): void {
+  // A batch of plain tensor answers crosses column by column: a few arrays, moved.
+  const packed =
+    results.length > 1 && results.every((r) => r.ok)
+      ? packServingOutputs(results.map((r) => (r as { value: ServingOutput }).value))
+      : undefined;
+  if (packed) {
+    // Empty columns are cloned, not listed (see TransferList).
+    const columns = packed.data.filter((column) => column.byteLength > 0);
+    post(
+      { type: 'results', worker, id, results: [], packed, timings },
+      columns.map((column) => column.buffer as ArrayBuffer),
+    );
+    return;
+  }
   // A batch's answers are views of one output: their copies share one buffer (see TransferList).
   const views = results.flatMap((r) => (r.ok ? [...servingOutputViews(r.value)] : []));
   const transfer = new TransferList(mode, { reserveBytes: TransferList.bytesToCopy(mode, views) });

@@ -1,6 +1,7 @@
 import {
   KilnError,
   KilnErrorCode,
+  type PackedOutputs,
   type PredictResult,
   type ServingInput,
   type ServingOutput,
@@ -9,6 +10,7 @@ import {
   servingInputToMessage,
   servingInputViews,
   servingOutputFromMessage,
+  unpackServingOutputs,
 } from '@kiln/core';
 import type { GenerationNews, HandedJob } from './generation-protocol.js';
 import { type HostThread, ownHostThread, sharedHostThread } from './inference-threads.js';
@@ -241,7 +243,10 @@ export class ThreadBackend implements WorkerBackend<ServingInput, ServingOutput>
         return;
       case 'results': {
         const pending = this.takePending(message.id);
-        pending?.resolve({ results: message.results.map(decodeResult), timings: message.timings });
+        const results = message.packed
+          ? decodePacked(message.packed)
+          : message.results.map(decodeResult);
+        pending?.resolve({ results, timings: message.timings });
         return;
       }
       case 'run-failed': {
@@ -321,6 +326,16 @@ interface PendingProfile {
 
 function viewsOf(input: ServingInput) {
   return [...servingInputViews(input)];
+}
+
+/** A batch's packed answers; all fail alike when they cannot be read. */
+function decodePacked(packed: PackedOutputs): PredictResult<ServingOutput>[] {
+  try {
+    return unpackServingOutputs(packed).map((value) => ({ ok: true, value }));
+  } catch (error) {
+    const failure = KilnError.wrap(error, KilnErrorCode.Internal, 'worker sent malformed results');
+    return Array.from({ length: packed.answers }, () => ({ ok: false, error: failure }));
+  }
 }
 
 function decodeResult(message: ResultMessage): PredictResult<ServingOutput> {

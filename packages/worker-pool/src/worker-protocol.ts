@@ -6,6 +6,7 @@ import type {
 } from './generation-protocol.js';
 import type {
   Model,
+  PackedOutputs,
   ResolvedModelLoad,
   TensorDescriptor,
   PredictTimings,
@@ -134,7 +135,10 @@ export type FromHost =
       readonly type: 'results';
       readonly worker: number;
       readonly id: number;
+      /** Answer by answer; empty when `packed` holds them all. */
       readonly results: readonly ResultMessage[];
+      /** Every answer at once, when all are plain tensors of one layout (see PackedOutputs). */
+      readonly packed?: PackedOutputs;
       readonly timings: PredictTimings | undefined;
     }
   | {
