@@ -59,7 +59,7 @@ describe('packed outputs', () => {
       type: 'tensors',
       tensors: NDList.of(
         new Tensor('float32', new Float32Array(3), [1, 3], 'z'),
-        answer(1, 0).tensors.get('k'),
+        (answer(1, 0) as { tensors: NDList }).tensors.get('k'),
       ),
     };
     const strings: ServingOutput = {
