@@ -10,6 +10,7 @@ import {
   KilnError,
   KilnErrorCode,
   type Model,
+  type PackedOutputs,
   Predictor,
   type PredictResult,
   type PredictTimings,
@@ -194,12 +195,7 @@ function postResults(
       ? packServingOutputs(results.map((r) => (r as { value: ServingOutput }).value))
       : undefined;
   if (packed) {
-    // Empty columns are cloned, not listed (see TransferList).
-    const columns = packed.data.filter((column) => column.byteLength > 0);
-    post(
-      { type: 'results', worker, id, results: [], packed, timings },
-      columns.map((column) => column.buffer as ArrayBuffer),
-    );
+    postPacked(worker, id, results, packed, timings);
     return;
   }
   // A batch's answers are views of one output: their copies share one buffer (see TransferList).
@@ -212,6 +208,30 @@ function postResults(
     if (mode === 'move') return postResults(worker, id, results, timings, 'copy');
     const safe = messages.map((m) => cloneable(m, error));
     post({ type: 'results', worker, id, results: safe, timings });
+  }
+}
+
+/**
+ * Sends packed answers with their columns' buffers moved; memory that refuses to move (an
+ * engine's external buffer) is copied instead.
+ */
+function postPacked(
+  worker: number,
+  id: number,
+  results: readonly PredictResult<ServingOutput>[],
+  packed: PackedOutputs,
+  timings: PredictTimings | undefined,
+): void {
+  // Empty columns are cloned, not listed (see TransferList).
+  const moved = (columns: PackedOutputs) => [
+    ...new Set(columns.data.filter((c) => c.byteLength > 0).map((c) => c.buffer as ArrayBuffer)),
+  ];
+  try {
+    post({ type: 'results', worker, id, results: [], packed, timings }, moved(packed));
+  } catch {
+    const values = results.map((r) => (r as { value: ServingOutput }).value);
+    const copied = packServingOutputs(values, { copy: true })!;
+    post({ type: 'results', worker, id, results: [], packed: copied, timings }, moved(copied));
   }
 }
 

@@ -56,7 +56,12 @@ export type TypedArray =
 
 export type TensorData = TypedArray | string[];
 
-type TypedArrayCtor = {
+/** The constructor of a view's kind (a Buffer's is Uint8Array's, as a structured clone makes it). */
+export function typedArrayKind(view: TypedArray): TypedArrayCtor {
+  return (globalThis as unknown as Record<string, TypedArrayCtor>)[view[Symbol.toStringTag]]!;
+}
+
+export type TypedArrayCtor = {
   new (length: number): TypedArray;
   new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): TypedArray;
   readonly BYTES_PER_ELEMENT: number;

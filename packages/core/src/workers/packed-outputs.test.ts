@@ -52,6 +52,27 @@ describe('packed outputs', () => {
     });
   });
 
+  it('takes a batch output split into rows as it is, and copies rows that are not its whole buffer', () => {
+    const batch = Float32Array.from({ length: 9 }, (_, i) => i);
+    const rows = (data: Float32Array): ServingOutput[] =>
+      [0, 1, 2].map((i) => ({
+        type: 'tensors',
+        tensors: NDList.of(new Tensor('float32', data.subarray(i * 3, i * 3 + 3), [1, 3], 'y')),
+      }));
+    const whole = packServingOutputs(rows(batch))!;
+    expect(whole.data[0]!.buffer).toBe(batch.buffer);
+    expect(Array.from(whole.data[0] as Float32Array)).toEqual(Array.from(batch));
+    // Asked to copy (a buffer that would not move), or rows of a larger buffer: copied once.
+    expect(packServingOutputs(rows(batch), { copy: true })!.data[0]!.buffer).not.toBe(batch.buffer);
+    const larger = new Float32Array(12);
+    expect(packServingOutputs(rows(larger))!.data[0]!.buffer).not.toBe(larger.buffer);
+    // Out of order: copied in the answers' order.
+    const swapped = rows(batch).reverse();
+    const packed = packServingOutputs(swapped)!;
+    expect(packed.data[0]!.buffer).not.toBe(batch.buffer);
+    expect(Array.from(packed.data[0] as Float32Array)).toEqual([6, 7, 8, 3, 4, 5, 0, 1, 2]);
+  });
+
   it('leaves answers of other kinds or layouts to go one by one', () => {
     const json: ServingOutput = { type: 'json', value: { a: 1 } };
     const withHeaders: ServingOutput = { ...answer(1, 0), headers: { 'x-a': 'b' } };

@@ -1,5 +1,5 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
-import { type DType, type TypedArray, isDType } from '../tensor/dtype.js';
+import { type DType, type TypedArray, isDType, typedArrayKind } from '../tensor/dtype.js';
 import { NDList } from '../tensor/ndlist.js';
 import { type AnyTensor, Tensor } from '../tensor/tensor.js';
 import type { ServingOutput } from '../translate/serving-io.js';
@@ -21,14 +21,17 @@ export interface PackedOutputs {
   readonly answers: number;
 }
 
-type TypedArrayConstructor = new (length: number) => TypedArray;
-
 /**
  * Packs `outputs`, or undefined when they are not all plain tensors of one layout (headers, a
- * status, strings, other kinds): those go answer by answer. Copies each row once into its
- * output's array, which the message then moves.
+ * status, strings, other kinds): those go answer by answer. An output whose answers are, in
+ * order, views that together span their whole buffer (a batch's output split into rows) is
+ * that buffer as it is; any other is copied once into an array of its own. With `copy`, every
+ * output is copied (a buffer that refused to move).
  */
-export function packServingOutputs(outputs: readonly ServingOutput[]): PackedOutputs | undefined {
+export function packServingOutputs(
+  outputs: readonly ServingOutput[],
+  options: { readonly copy?: boolean } = {},
+): PackedOutputs | undefined {
   const first = outputs[0];
   if (first?.type !== 'tensors' || first.headers || first.status) return undefined;
   const columns = first.tensors.tensors;
@@ -52,25 +55,36 @@ export function packServingOutputs(outputs: readonly ServingOutput[]): PackedOut
       totals[k]! += (tensor.data as TypedArray).length;
     }
   }
-  const data = columns.map((t, k) => {
-    const kind = (globalThis as unknown as Record<string, TypedArrayConstructor>)[
-      (t.data as TypedArray)[Symbol.toStringTag]
-    ]!;
-    return new kind(totals[k]!);
-  });
-  const offsets = columns.map(() => 0);
-  const dims: number[] = [];
-  for (const output of outputs) {
-    const tensors = (output as { tensors: NDList }).tensors.tensors;
-    for (let k = 0; k < tensors.length; k++) {
-      const tensor = tensors[k]!;
-      const values = tensor.data as TypedArray;
-      (data[k] as { set(values: TypedArray, offset: number): void }).set(values, offsets[k]!);
-      offsets[k]! += values.length;
-      for (const d of tensor.shape) dims.push(d);
+  const answers = outputs.map((output) => (output as { tensors: NDList }).tensors.tensors);
+  const data = columns.map((_, k) => {
+    const views = answers.map((tensors) => tensors[k]!.data as TypedArray);
+    const whole = options.copy ? undefined : wholeBufferOf(views);
+    if (whole) return whole;
+    const column = new (typedArrayKind(views[0]!))(totals[k]!);
+    let offset = 0;
+    for (const view of views) {
+      (column as { set(values: TypedArray, offset: number): void }).set(view, offset);
+      offset += view.length;
     }
-  }
+    return column;
+  });
+  const dims: number[] = [];
+  for (const tensors of answers) for (const tensor of tensors) dims.push(...tensor.shape);
   return { names, dtypes, ranks, dims, data, answers: outputs.length };
+}
+
+/** One view of the buffer `views` span end to end, in order, when they span all of it. */
+function wholeBufferOf(views: readonly TypedArray[]): TypedArray | undefined {
+  const buffer = views[0]!.buffer;
+  if (!(buffer instanceof ArrayBuffer)) return undefined;
+  let end = 0;
+  for (const view of views) {
+    if (view.buffer !== buffer || view.byteOffset !== end) return undefined;
+    end += view.byteLength;
+  }
+  if (end !== buffer.byteLength) return undefined;
+  const kind = typedArrayKind(views[0]!);
+  return new kind(buffer, 0, end / kind.BYTES_PER_ELEMENT);
 }
 
 /** The answers `packed` holds, each a view of its rows; a malformed one is an Internal error. */

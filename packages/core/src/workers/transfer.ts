@@ -5,6 +5,7 @@ import {
   type TensorData,
   type TypedArray,
   isDType,
+  typedArrayKind,
 } from '../tensor/dtype.js';
 import { NDList } from '../tensor/ndlist.js';
 import { type AnyTensor, Tensor } from '../tensor/tensor.js';
@@ -102,15 +103,23 @@ export class TransferList {
 
   /** The view to put in the message in place of `view`. */
   add<T extends TypedArray>(view: T): T {
-    const buffer = view.buffer;
-    if (!(buffer instanceof ArrayBuffer)) return view; // shared memory is shared, not moved
-    if (buffer.byteLength === 0) return view; // see the note above copy()
-    const whole = view.byteOffset === 0 && view.byteLength === buffer.byteLength;
-    if (this.mode === 'move' && whole) {
-      this.buffers.add(buffer);
-      return view;
-    }
-    return this.copy(view);
+    return this.carry(view, false);
+  }
+
+  /**
+   * Like `add`, for a view whose whole buffer its holder owns (a request body and the tensors
+   * decoded over it): in `move` mode the buffer is transferred even when the view spans only
+   * part of it, and the view keeps its offset on the other side.
+   */
+  addOwned<T extends TypedArray>(view: T): T {
+    return this.carry(view, true);
+  }
+
+  private carry<T extends TypedArray>(view: T, owned: boolean): T {
+    const how = disposition(this.mode, view, owned);
+    if (how === 'copy') return this.copy(view);
+    if (how === 'move') this.buffers.add(view.buffer as ArrayBuffer);
+    return view;
   }
 
   // Empty buffers are never listed: Node 20 silently drops a message whose transfer list holds
@@ -143,28 +152,29 @@ export class TransferList {
     views: Iterable<{ readonly view: TypedArray; readonly owned: boolean }>,
   ): number {
     let bytes = 0;
-    for (const { view, owned } of views) {
-      const buffer = view.buffer;
-      if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) continue;
-      const whole = view.byteOffset === 0 && view.byteLength === buffer.byteLength;
-      const copied = mode === 'copy' || (owned ? false : !(mode === 'move' && whole));
-      if (copied) bytes = alignedOffset(bytes) + view.byteLength;
-    }
+    for (const { view, owned } of views)
+      if (disposition(mode, view, owned) === 'copy') bytes = alignedOffset(bytes) + view.byteLength;
     return bytes;
   }
+}
 
-  /**
-   * Like `add`, for a view whose whole buffer its holder owns (a request body and the tensors
-   * decoded over it): in `move` mode the buffer is transferred even when the view spans only
-   * part of it, and the view keeps its offset on the other side.
-   */
-  addOwned<T extends TypedArray>(view: T): T {
-    const buffer = view.buffer;
-    if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return view;
-    if (this.mode === 'copy') return this.copy(view);
-    this.buffers.add(buffer);
-    return view;
-  }
+/**
+ * What a message in `mode` does with `view`: `keep` it as it is (shared memory is shared, an
+ * empty buffer costs nothing: see the note above copy()), `move` its whole buffer, or `copy` it.
+ * Owned memory moves unless the mode copies everything; other memory moves only in `move` mode
+ * and only as a whole buffer.
+ */
+function disposition(
+  mode: TransferMode,
+  view: TypedArray,
+  owned: boolean,
+): 'keep' | 'move' | 'copy' {
+  const buffer = view.buffer;
+  if (!(buffer instanceof ArrayBuffer) || buffer.byteLength === 0) return 'keep';
+  if (mode === 'copy') return 'copy';
+  if (owned) return 'move';
+  const whole = view.byteOffset === 0 && view.byteLength === buffer.byteLength;
+  return mode === 'move' && whole ? 'move' : 'copy';
 }
 
 /** Every typed array's elements are at most 8 bytes: an offset they can all start at. */
@@ -172,17 +182,9 @@ function alignedOffset(offset: number): number {
   return (offset + 7) & ~7;
 }
 
-type TypedArrayConstructor = new (
-  buffer: ArrayBuffer,
-  byteOffset: number,
-  length: number,
-) => TypedArray;
-
 /** A view of `view`'s kind over `buffer` (a Buffer becomes a Uint8Array, as a clone makes it). */
 function viewOfSameKind<T extends TypedArray>(view: T, buffer: ArrayBuffer, offset: number): T {
-  const kind = (globalThis as unknown as Record<string, TypedArrayConstructor>)[
-    view[Symbol.toStringTag]
-  ]!;
+  const kind = typedArrayKind(view);
   return new kind(buffer, offset, view.length) as T;
 }
 
