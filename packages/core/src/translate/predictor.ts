@@ -120,15 +120,13 @@ export class Predictor<I, O> {
 
     const t0 = performance.now();
     const prepared: { index: number; list: NDList }[] = [];
-    await Promise.all(
-      inputs.map(async (input, index) => {
-        try {
-          prepared.push({ index, list: await this.translator.processInput(ctx, input) });
-        } catch (error) {
-          results[index] = translatorFailure(error, 'process the input');
-        }
-      }),
+    await eachSettled(
+      inputs,
+      (input) => this.translator.processInput(ctx, input),
+      (list, index) => prepared.push({ index, list }),
+      (error, index) => (results[index] = translatorFailure(error, 'process the input')),
     );
+    // Asynchronous translators finish in any order.
     prepared.sort((a, b) => a.index - b.index);
 
     const t1 = performance.now();
@@ -139,17 +137,12 @@ export class Predictor<I, O> {
     }
 
     const t2 = performance.now();
-    await Promise.all(
-      [...outputs].map(async ([index, output]) => {
-        try {
-          results[index] = {
-            ok: true,
-            value: await this.translator.processOutput(ctx, output, inputs[index]!),
-          };
-        } catch (error) {
-          results[index] = translatorFailure(error, 'process the output');
-        }
-      }),
+    const answered = [...outputs];
+    await eachSettled(
+      answered,
+      ([index, output]) => this.translator.processOutput(ctx, output, inputs[index]!),
+      (value, i) => (results[answered[i]![0]] = { ok: true, value }),
+      (error, i) => (results[answered[i]![0]] = translatorFailure(error, 'process the output')),
     );
     const t3 = performance.now();
 
@@ -169,6 +162,8 @@ export class Predictor<I, O> {
   private groups(prepared: { index: number; list: NDList }[]): { index: number; list: NDList }[][] {
     const batchifier = this.translator.batchifier;
     if (!batchifier) return prepared.map((p) => [p]);
+    // Most batches share one shape: one check of the whole set instead of one per input.
+    if (prepared.length > 1 && batchifier.canBatch(prepared.map((p) => p.list))) return [prepared];
     const groups: { index: number; list: NDList }[][] = [];
     for (const item of prepared) {
       const target = groups.find((g) => batchifier.canBatch([...g.map((x) => x.list), item.list]));
@@ -215,6 +210,42 @@ export class Predictor<I, O> {
     }
     return 1;
   }
+}
+
+/**
+ * Calls `step` on each item, in order, and reports each outcome; waits only for the steps that
+ * answered with a promise. A translator that answers at once (most do) costs no promise and
+ * no turn of the microtask queue per input.
+ */
+async function eachSettled<T, R>(
+  items: readonly T[],
+  step: (item: T) => Promise<R> | R,
+  onValue: (value: R, index: number) => void,
+  onError: (error: unknown, index: number) => void,
+): Promise<void> {
+  let pending: Promise<void>[] | undefined;
+  items.forEach((item, index) => {
+    let answer: Promise<R> | R;
+    try {
+      answer = step(item);
+    } catch (error) {
+      onError(error, index);
+      return;
+    }
+    if (isThenable(answer)) {
+      (pending ??= []).push(
+        Promise.resolve(answer).then(
+          (value) => onValue(value, index),
+          (error: unknown) => onError(error, index),
+        ),
+      );
+    } else onValue(answer, index);
+  });
+  if (pending) await Promise.all(pending);
+}
+
+function isThenable<R>(value: Promise<R> | R): value is Promise<R> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === 'function';
 }
 
 function failure(error: unknown, code: KilnErrorCode): { ok: false; error: KilnError } {
