@@ -4,6 +4,7 @@ import type { DecoderSignature } from './decoder-signature.js';
 import { KvBatchRunner } from './kv-batch-runner.js';
 import { KvCache } from './kv-cache.js';
 import { ResidentBatch } from './resident-batch.js';
+import { DecodeRunCosts } from './run-costs.js';
 
 const SIGNATURE: DecoderSignature = {
   layers: 2,
@@ -83,5 +84,39 @@ describe('KvBatchRunner', () => {
     runner.release(4);
     await runner.step([1, 2, 3].map((id) => ({ id, tokens: [1] })));
     expect(caches.mock.calls.length + residents.mock.calls.length).toBeGreaterThan(0);
+  });
+
+  it('times its decode runs for learned run costs, and groups rows by the cost they say', async () => {
+    const session = recordingSession();
+    // Never splits until it has seen runs; then what it learned: a run costs 4 positions.
+    const costs = new DecodeRunCosts(Infinity);
+    const observed = vi.spyOn(costs, 'observe');
+    let learned = false;
+    vi.spyOn(costs, 'runCost', 'get').mockImplementation(() => (learned ? 4 : Infinity));
+    const runner = new KvBatchRunner(session.run, SIGNATURE, 512, costs);
+    // Two young sequences (pasts 2, 3) and two old ones (40, 41).
+    const lengths = new Map([
+      [1, 2],
+      [2, 3],
+      [3, 40],
+      [4, 41],
+    ]);
+    await runner.step(
+      [...lengths].map(([id, n]) => ({ id, tokens: Array.from({ length: n }, () => 7) })),
+    );
+    const before = session.runs.length;
+    await runner.step([1, 2, 3, 4].map((id) => ({ id, tokens: [1] })));
+    expect(session.runs.length - before).toBe(1);
+    expect(observed).toHaveBeenCalledWith(4, 41, expect.any(Number));
+    expect(runner.runCost).toBe(Infinity);
+
+    learned = true;
+    // Only a change of company regroups: one sequence leaves.
+    runner.release(4);
+    const regrouped = session.runs.length;
+    await runner.step([1, 2, 3].map((id) => ({ id, tokens: [1] })));
+    expect(session.runs.length - regrouped).toBe(2);
+    expect(observed).toHaveBeenCalledWith(2, 4, expect.any(Number));
+    expect(observed).toHaveBeenCalledWith(1, 41, expect.any(Number));
   });
 });

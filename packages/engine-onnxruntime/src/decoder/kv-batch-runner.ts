@@ -3,6 +3,7 @@ import { type CacheArray, type DecoderSignature, cacheArray } from './decoder-si
 import { KvCache } from './kv-cache.js';
 import { groupByPast } from './past-groups.js';
 import { ResidentBatch } from './resident-batch.js';
+import type { DecodeRunCosts } from './run-costs.js';
 
 /** Runs one batch of named inputs through the decoder's session. */
 export type RunSession = (inputs: NDList) => Promise<NDList>;
@@ -37,10 +38,16 @@ export class KvBatchRunner {
     readonly maxSequenceLength: number,
     /**
      * What one more decode run costs, in padded cache positions (rows × positions); see
-     * groupByPast. Infinity keeps every decode step one run.
+     * groupByPast. A number holds; DecodeRunCosts learns it from the decode runs it times.
+     * Infinity keeps every decode step one run.
      */
-    readonly runCost = Infinity,
+    private readonly runCosts: number | DecodeRunCosts = Infinity,
   ) {}
+
+  /** What one more decode run is taken to cost now, in padded positions. */
+  get runCost(): number {
+    return typeof this.runCosts === 'number' ? this.runCosts : this.runCosts.runCost;
+  }
 
   /** Values the caches hold (of the cache's type), spare capacity and padding included. */
   get allocatedValues(): number {
@@ -117,12 +124,15 @@ export class KvBatchRunner {
     const logits: Float32Array[] = new Array(entries.length);
     for (const resident of this.residents) {
       const group = resident.ids.map((id) => entries[index.get(id)!]!);
+      const started = performance.now();
       const output = await this.runSession(
         group,
         resident.lengths,
         resident.past,
         resident.tensors,
       );
+      if (typeof this.runCosts !== 'number')
+        this.runCosts.observe(group.length, resident.past, performance.now() - started);
       resident.advance(this.presents(output));
       this.logitsOf(output, group, 1).forEach((row, j) => (logits[index.get(group[j]!.id)!] = row));
     }

@@ -12,6 +12,7 @@ import {
 } from './decoder-signature.js';
 import { KvBatchRunner } from './kv-batch-runner.js';
 import { decodeRunCost } from './past-groups.js';
+import { DecodeRunCosts } from './run-costs.js';
 
 /** What a decoder's folder and file do not say, or what overrides it. */
 export interface DecoderLimits {
@@ -23,8 +24,8 @@ export interface DecoderLimits {
   /**
    * What one more decode run costs, in padded cache positions (rows × positions): decode
    * rows run in groups of similar past length where padding them together would cost more.
-   * Default: estimated from the model file's size and the cache's width; Infinity keeps
-   * every decode step one run.
+   * Default: learned from the decode runs' own times (DecodeRunCosts), estimated from the model
+   * file's size and the cache's width until they say; Infinity keeps every decode step one run.
    */
   readonly decodeRunCost?: number;
 }
@@ -85,7 +86,7 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
     readonly maxSequenceLength: number,
     /** From config.json, when it says. */
     readonly eosTokenId: number | undefined,
-    runCost: number,
+    runCost: number | DecodeRunCosts,
     /** Called once the session is closed. */
     private readonly onClose: (decoder: OrtStepDecoder) => void = () => undefined,
   ) {
@@ -101,6 +102,11 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
       maxSequenceLength,
       runCost,
     );
+  }
+
+  /** What one more decode run is taken to cost now, in padded positions (see decodeRunCost). */
+  get decodeRunCost(): number {
+    return this.batches.runCost;
   }
 
   /** Bytes the caches hold, spare capacity and padding included. */
@@ -213,8 +219,10 @@ export async function createOrtStepDecoder(
       );
     // A list of end tokens (newer configs) keeps its first.
     const eos = [config.eos_token_id].flat()[0];
+    // Set, it holds; by default it is learned from the decode runs, estimated until then.
     const runCost =
-      source.decodeRunCost ?? decodeRunCost(source.modelBytes, cacheBytesPerToken(signature));
+      source.decodeRunCost ??
+      new DecodeRunCosts(decodeRunCost(source.modelBytes, cacheBytesPerToken(signature)));
     return new OrtStepDecoder(session, signature, maxSequenceLength, eos, runCost, onClose);
   } catch (error) {
     await session.close();
