@@ -1,1 +1,1 @@
-export { runKiln } from './main.js';
+export { runKiln } from './cli.js';

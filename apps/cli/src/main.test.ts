@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { runKiln } from './main.js';
+import { runKiln } from './cli.js';
 
 /** Runs `kiln` in this process, collecting what it writes (for checks that need no child). */
 async function kilnHere(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -1,109 +1,24 @@
-import { Command, CommanderError, type Option } from 'commander';
-import { createCliContext } from './cli-context.js';
-import {
-  EXIT_USAGE,
-  type Failure,
-  ReportedFailure,
-  USAGE_CODE,
-  describeFailure,
-  failureJson,
-  failureLines,
-} from './cli-errors.js';
-import { registerArchive } from './commands/archive.js';
-import { registerBench } from './commands/bench.js';
-import { registerInspect } from './commands/inspect.js';
-import { registerPredict } from './commands/predict.js';
-import { registerProfile } from './commands/profile.js';
-import { registerServe } from './commands/serve.js';
-import { CLI_VERSION } from './version.js';
-
-/** Runs the `kiln` command line and returns its exit code. */
-export async function runKiln(argv: readonly string[]): Promise<number> {
-  const verbose = argv.includes('--verbose');
-  const json = argv.includes('--json');
-  const cli = createCliContext({ verbose, json });
-  const program = new Command('kiln')
-    .description('Serve and run deep-learning models from Node.js')
-    .version(CLI_VERSION)
-    .option('--verbose', 'print stack traces and debug logs')
-    .option('--json', 'machine-readable output, errors included')
-    .showHelpAfterError('(run with --help for usage)')
-    .exitOverride()
-    // Under --json commander's own text stays unwritten: its errors are reported below as JSON.
-    .configureOutput({ writeErr: (s) => (json ? undefined : process.stderr.write(s)) });
-  registerServe(program, cli);
-  registerPredict(program, cli);
-  registerInspect(program, cli);
-  registerArchive(program, cli);
-  registerProfile(program, cli);
-  registerBench(program, cli);
-  for (const command of program.commands) command.exitOverride();
-  checkRequiredOptionsLast(program);
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-    return 0;
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      if (error.exitCode === 0) return 0;
-      if (json) cli.err(failureJson(commanderFailure(error)));
-      return EXIT_USAGE;
-    }
-    if (error instanceof ReportedFailure) return error.exitCode;
-    const failure = describeFailure(error, verbose);
-    if (json) cli.err(failureJson(failure));
-    else for (const line of failureLines(failure)) cli.err(line);
-    return failure.exitCode;
-  }
-}
-
-/** A command line commander refused, as the failure --json reports. */
-function commanderFailure(error: CommanderError): Failure {
-  return {
-    exitCode: EXIT_USAGE,
-    code: USAGE_CODE,
-    // Commander's message for a missing command is a marker, not a sentence.
-    message:
-      error.code === 'commander.help'
-        ? 'name a command: serve, predict, inspect, archive, profile or bench'
-        : error.message.replace(/^error: /, ''),
-    hint: 'run with --help for usage',
-  };
-}
-
-/**
- * Commander checks required options before unknown ones, so `kiln predict --bogus` would
- * complain about the missing -m instead of the flag that is wrong. The required options are
- * checked here instead, after commander has refused unknown options.
- */
-function checkRequiredOptionsLast(program: Command): void {
-  const required = new Map<Command, Option[]>();
-  for (const command of program.commands) {
-    const options = command.options.filter((option) => option.mandatory);
-    for (const option of options) option.mandatory = false;
-    required.set(command, options);
-  }
-  program.hook('preAction', (_program, command) => {
-    for (const option of required.get(command) ?? []) {
-      if (command.getOptionValue(option.attributeName()) === undefined) {
-        command.error(`error: required option '${option.flags}' not specified`, {
-          code: 'commander.missingMandatoryOptionValue',
-        });
-      }
-    }
-  });
-}
+// The `kiln` command's entry. It imports next to nothing, so that when the command line serves
+// models the first model's host thread starts at once: the thread's own start (Node, Kiln's
+// modules) then overlaps the command line's and the server's imports (bench/README.md,
+// startup). Everything else loads afterwards (cli.ts).
+import { prestartHostThread } from '@kiln/worker-pool/prestart';
+import { servesModels } from './serves-models.js';
 
 const isMain =
   process.argv[1] !== undefined && /(?:kiln(?:\.mjs)?|main\.(?:ts|js))$/.test(process.argv[1]);
 if (isMain) {
+  const args = process.argv.slice(2);
+  if (servesModels(args)) prestartHostThread();
   // `kiln … | head` closes stdout early: that is the reader's choice, not a failure.
   process.stdout.on('error', (error: NodeJS.ErrnoException) => {
     if (error.code === 'EPIPE') process.exit(0);
     throw error;
   });
-  const code = await runKiln(process.argv.slice(2));
+  const { runKiln } = await import('./cli.js');
+  const code = await runKiln(args);
   // serve keeps running through its listeners; other commands end here.
-  if (code !== 0 || !process.argv.slice(2).includes('serve')) process.exitCode = code;
+  if (code !== 0 || !args.includes('serve')) process.exitCode = code;
   // An ingress process that failed to start: its channel to the primary would keep it alive.
   if (code !== 0 && process.connected) process.disconnect();
 }

@@ -16,11 +16,8 @@ export type {
   ResolvedRecipe,
   WorkerFacts,
 } from './worker-protocol.js';
-export {
-  endSpareHostThreads,
-  prestartHostThread,
-  startInferenceThread,
-} from './inference-threads.js';
+export { startInferenceThread } from './inference-threads.js';
+export { endSpareHostThreads, prestartHostThread, spareHostThreads } from './prestart.js';
 export type { WorkerBackend, BatchRun } from './worker-backend.js';
 export type { ForwardProbe, ForwardProbeRequest } from './forward-probe.js';
 export {

@@ -1,18 +1,11 @@
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { SHARE_ENV, type Worker, type WorkerOptions } from 'node:worker_threads';
+import type { Worker, WorkerOptions } from 'node:worker_threads';
 import { KilnError, KilnErrorCode, spawnModuleWorker } from '@kiln/core';
+import { spawnHostWorker, takeSpareHostWorker } from './prestart.js';
 import type { FromHost, ToHost } from './worker-protocol.js';
 
 // The one place in Kiln that starts threads for inference: host threads for the pool's
 // workers, and threads of other modules that must keep work off the event loop (a generation
 // pool's prompt tokenizer).
-
-// The host's entry sits beside this file, as .ts from source and as .js once built.
-const HOST_ENTRY = new URL(
-  `./host-thread-main${path.extname(fileURLToPath(import.meta.url))}`,
-  import.meta.url,
-);
 
 /** What a worker hosted on a thread hears from it. */
 export interface HostedListener {
@@ -37,9 +30,12 @@ export class HostThread {
   private nextWorker = 1;
   readonly exited: Promise<void>;
 
-  constructor(readonly shared: boolean) {
-    // The process environment is shared: native engines read their thread settings there.
-    this.worker = spawnModuleWorker(HOST_ENTRY, { env: SHARE_ENV });
+  /** `started`: a thread started ahead of need (prestartHostThread) to host this one's workers. */
+  constructor(
+    readonly shared: boolean,
+    started?: Worker,
+  ) {
+    this.worker = started ?? spawnHostWorker();
     this.exited = new Promise((resolve) =>
       this.worker.once('exit', (code) => resolve(this.onExit(code))),
     );
@@ -64,11 +60,6 @@ export class HostThread {
     this.listeners.set(id, listener);
     this.worker.ref();
     return id;
-  }
-
-  /** Waits unattached without keeping the process alive (a spare). */
-  park(): void {
-    this.worker.unref();
   }
 
   /** The thread's id, as `threadId` reads on it. */
@@ -115,41 +106,9 @@ export class HostThread {
 
 const sharedHosts = new Map<string, HostThread>();
 
-/** Threads started ahead of need (prestartHostThread), the oldest taken first. */
-const spareHosts: HostThread[] = [];
-
-/**
- * Starts a host thread before a worker needs one: Node's start and Kiln's modules on that
- * thread then overlap whatever this thread does meanwhile (a server importing its own modules),
- * and the next worker with a thread of its own takes it. A spare no worker took after
- * `endAfterMs` (30 s by default) ends, so that a server whose models run elsewhere does not
- * keep it; it never keeps the process alive. Returns its thread id.
- */
-export function prestartHostThread(options: { endAfterMs?: number } = {}): number {
-  const host = new HostThread(false);
-  host.park();
-  spareHosts.push(host);
-  setTimeout(() => {
-    const index = spareHosts.indexOf(host);
-    if (index < 0) return;
-    spareHosts.splice(index, 1);
-    void host.terminate();
-  }, options.endAfterMs ?? 30_000).unref();
-  return host.threadId;
-}
-
-/** Ends the spares no worker took (a process that turns out to serve no model itself). */
-export function endSpareHostThreads(): void {
-  for (const spare of spareHosts.splice(0)) void spare.terminate();
-}
-
 /** A thread for one worker alone: a spare when one is running, else a new one. */
 export function ownHostThread(): HostThread {
-  // A spare leaves the list when taken, so every one in it hosts nothing yet.
-  for (let spare = spareHosts.shift(); spare; spare = spareHosts.shift()) {
-    if (spare.alive) return spare;
-  }
-  return new HostThread(false);
+  return new HostThread(false, takeSpareHostWorker());
 }
 
 /** The process's shared host thread for `key` (an engine), started on first use. */

@@ -9,7 +9,7 @@ import { tinyModel } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWorkerPool } from './create-worker-pool.js';
-import { endSpareHostThreads, prestartHostThread } from './inference-threads.js';
+import { endSpareHostThreads, prestartHostThread, spareHostThreads } from './prestart.js';
 import { LOAD_GATE } from './test-fixtures/async-scale-engine.js';
 import { ASYNC_SCALE_ENGINE_MODULE, writeScaleModel } from './test-fixtures/scale-model-folder.js';
 
@@ -33,11 +33,13 @@ describe.skipIf(!run)('a host thread started ahead of need', () => {
 
   it("is the thread a pool's first worker runs on, located before it is ready", async () => {
     const spare = prestartHostThread();
+    expect(spareHostThreads()).toBe(1);
     const events: string[] = [];
     const pool = await threadPool(() => events.push('located'));
     events.push('ready');
     try {
       expect(pool.describe().workerGroups[0]!.workers[0]!.threadId).toBe(spare);
+      expect(spareHostThreads()).toBe(0);
       expect(events).toEqual(['located', 'ready']);
     } finally {
       await pool.shutdown();

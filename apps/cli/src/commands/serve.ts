@@ -73,10 +73,10 @@ Examples:
         );
       else if (options.model_name) throw new UsageError('--model_name needs --model_dir');
       if (options.demo) models.push(`iris=${await ensureDemoModel(cli)}`);
-      // A model's first thread starts now, and loads Node and Kiln's modules while this thread
-      // imports the server's.
+      // A model's first thread starts now (or did, from the command's entry: main.ts), and
+      // loads Node and Kiln's modules while this thread imports the server's.
       const pools = models.length > 0 ? await import('@kiln/worker-pool') : undefined;
-      pools?.prestartHostThread();
+      if (pools?.spareHostThreads() === 0) pools.prestartHostThread();
       // Loaded here rather than at the top, so that the other commands do not pay for them.
       const [{ pino }, server] = await Promise.all([import('pino'), import('@kiln/server')]);
       const ingress = server.IngressPeer.ofThisProcess();
