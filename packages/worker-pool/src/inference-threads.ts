@@ -3,9 +3,9 @@ import { KilnError, KilnErrorCode, spawnModuleWorker } from '@kiln/core';
 import { spawnHostWorker, takeSpareHostWorker } from './prestart.js';
 import type { FromHost, ToHost } from './worker-protocol.js';
 
-// The one place in Kiln that starts threads for inference: host threads for the pool's
-// workers, and threads of other modules that must keep work off the event loop (a generation
-// pool's prompt tokenizer).
+// With prestart.ts (host threads started ahead of need), the one place in Kiln that starts
+// threads for inference: host threads for the pool's workers, and threads of other modules
+// that must keep work off the event loop (a generation pool's prompt tokenizer).
 
 /** What a worker hosted on a thread hears from it. */
 export interface HostedListener {
