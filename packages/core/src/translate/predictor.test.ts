@@ -1,41 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { CPU } from '../engine/device.js';
-import { servingPropertiesFrom } from '../loading/serving-properties.js';
-import type { Model } from '../model/model.js';
 import { NDList } from '../tensor/ndlist.js';
 import { Tensor } from '../tensor/tensor.js';
 import { Predictor } from './predictor.js';
 import { StackBatchifier } from './stack-batchifier.js';
+import { doublingModel } from './test-support.js';
 import type { Translator } from './translator.js';
-
-/** A model that doubles its input and records each forward's row count. */
-function doublingModel(forwards: number[]): Model {
-  return {
-    name: 'double',
-    engine: 'test',
-    device: CPU,
-    modelDir: '/nonexistent',
-    inputs: [{ name: 'x', dtype: 'float32', shape: [-1, -1] }],
-    outputs: [{ name: 'y', dtype: 'float32', shape: [-1, -1] }],
-    properties: servingPropertiesFrom({}),
-    describe: () => ({}),
-    newExecutionContext: async () => ({
-      async forward(input: NDList) {
-        const x = input.get(0);
-        forwards.push(x.shape[0]!);
-        return NDList.of(
-          new Tensor(
-            'float32',
-            (x.data as Float32Array).map((v) => v * 2),
-            x.shape,
-          ),
-        );
-      },
-      async close() {},
-    }),
-    dispose: async () => {},
-  };
-}
 
 /**
  * Numbers in, numbers out; a row of `width` copies of each number. `fail` names inputs whose

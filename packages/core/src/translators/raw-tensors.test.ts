@@ -1,47 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { encodeTensors } from '../codecs/index.js';
-import { CPU } from '../engine/device.js';
-import type { ExecutionContext } from '../engine/execution.js';
-import { servingPropertiesFrom } from '../loading/serving-properties.js';
-import type { Model } from '../model/model.js';
 import { NDList } from '../tensor/ndlist.js';
 import { Tensor } from '../tensor/tensor.js';
 import { Predictor } from '../translate/predictor.js';
+import { doublingModel } from '../translate/test-support.js';
 import type { ServingInput, ServingOutput } from '../translate/serving-io.js';
 import { RawTensorTranslator } from './raw-tensors.js';
-
-/**
- * A model whose forward returns its input doubled and unnamed, so that naming by the model's
- * outputs, batching and splitting are all visible in the result.
- */
-function doublingModel(forwards: number[]): Model {
-  const context: ExecutionContext = {
-    async forward(input) {
-      const x = input.get('x');
-      forwards.push(x.shape[0]!);
-      return NDList.of(
-        new Tensor(
-          'float32',
-          (x.data as Float32Array).map((v) => v * 2),
-          x.shape,
-        ),
-      );
-    },
-    async close() {},
-  };
-  return {
-    name: 'double',
-    engine: 'test',
-    device: CPU,
-    modelDir: '/nonexistent',
-    inputs: [{ name: 'x', dtype: 'float32', shape: [-1, 2] }],
-    outputs: [{ name: 'y', dtype: 'float32', shape: [-1, 2] }],
-    properties: servingPropertiesFrom({}),
-    describe: () => ({}),
-    newExecutionContext: async () => context,
-    dispose: async () => {},
-  };
-}
 
 const rows = (...values: number[]) =>
   new Tensor('float32', Float32Array.from(values), [values.length / 2, 2]);
@@ -53,7 +17,7 @@ function tensorsOf(output: ServingOutput): NDList {
 
 describe('RawTensorTranslator', () => {
   it('round-trips an npy body and names the output after the model', async () => {
-    const predictor = await Predictor.create(doublingModel([]), new RawTensorTranslator());
+    const predictor = await Predictor.create(doublingModel([], 2), new RawTensorTranslator());
     try {
       const { body, contentType } = encodeTensors(NDList.of(rows(1, 2, 3, 4)), 'npy');
       const out = tensorsOf(await predictor.predict({ body, contentType }));
@@ -66,7 +30,7 @@ describe('RawTensorTranslator', () => {
   });
 
   it('decodes v2 JSON tensors by content type and detects other formats from the bytes', async () => {
-    const predictor = await Predictor.create(doublingModel([]), new RawTensorTranslator());
+    const predictor = await Predictor.create(doublingModel([], 2), new RawTensorTranslator());
     try {
       const json = JSON.stringify({
         inputs: [{ name: 'x', shape: [1, 2], datatype: 'FP32', data: [0.5, -1] }],
@@ -91,7 +55,7 @@ describe('RawTensorTranslator', () => {
   it('takes tensors the protocol already carried, and batches requests by stacking', async () => {
     const forwards: number[] = [];
     const predictor = await Predictor.create<ServingInput, ServingOutput>(
-      doublingModel(forwards),
+      doublingModel(forwards, 2),
       new RawTensorTranslator(),
     );
     try {
@@ -125,7 +89,7 @@ describe('RawTensorTranslator', () => {
   });
 
   it('refuses empty, malformed and oversized bodies', async () => {
-    const model = doublingModel([]);
+    const model = doublingModel([], 2);
     const ctx = { model, arguments: {} };
     expect(() => new RawTensorTranslator().processInput(ctx, { body: new Uint8Array(0) })).toThrow(
       expect.objectContaining({ code: 'INVALID_INPUT' }),
@@ -142,7 +106,7 @@ describe('RawTensorTranslator', () => {
   });
 
   it('keeps output names the engine already set', () => {
-    const model = doublingModel([]);
+    const model = doublingModel([], 2);
     const out = new RawTensorTranslator().processOutput(
       { model, arguments: {} },
       NDList.of(rows(1, 2).withName('logits'), rows(3, 4)),
