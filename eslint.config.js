@@ -2,7 +2,16 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/build/**', '**/node_modules/**', '**/.nx/**', 'coverage/**'] },
+  {
+    ignores: [
+      '**/dist/**',
+      '**/bundle/**',
+      '**/build/**',
+      '**/node_modules/**',
+      '**/.nx/**',
+      'coverage/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

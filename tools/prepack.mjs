@@ -1,6 +1,7 @@
 // Completes a package for `npm pack` / `npm publish`, run from its folder after `tsc -b`
 // (its `prepack` script):
 //  - copies the files tsc does not emit from src/ into dist/ (tools/copy-assets.mjs);
+//  - bundles the entries package.json names into bundle/ (tools/bundle-dist.mjs);
 //  - copies the repository's LICENSE;
 //  - for a native addon package (package.json `kiln.addon`): copies the shared build helpers
 //    into kiln-common/, so that building from source works outside the repository, and the
@@ -11,6 +12,7 @@ import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleDist } from './bundle-dist.mjs';
 import { copyAssets } from './copy-assets.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -18,18 +20,26 @@ const pkg = JSON.parse(readFileSync('package.json', 'utf8'));
 
 ensureBuilt();
 copyAssets('.');
+await bundleDist('.');
+const unbundled = missingTargets('bundle');
+if (unbundled.length > 0) throw new Error(`${pkg.name}: not bundled: ${unbundled.join(', ')}`);
 cpSync(join(root, 'LICENSE'), 'LICENSE');
 if (pkg.kiln?.addon) prepareAddon(pkg.kiln.addon);
 
+/** The files `exports` names that do not exist yet, those under `folder` (dist/, bundle/). */
+function missingTargets(folder) {
+  return Object.values(pkg.exports ?? {})
+    .flatMap((entry) => [entry.types, entry.default])
+    .filter((file) => typeof file === 'string' && file.startsWith(`./${folder}/`))
+    .filter((file) => !existsSync(file));
+}
+
 /**
- * Every file `exports` names must exist. `tsc -b` trusts tsconfig.tsbuildinfo, so after dist/
- * was deleted by hand it emits nothing: then the stale build info goes and tsc runs again.
+ * Every file `exports` names in dist/ must exist. `tsc -b` trusts tsconfig.tsbuildinfo, so after
+ * dist/ was deleted by hand it emits nothing: then the stale build info goes and tsc runs again.
  */
 function ensureBuilt() {
-  const targets = () =>
-    Object.values(pkg.exports ?? {})
-      .flatMap((entry) => [entry.types, entry.default])
-      .filter((file) => typeof file === 'string' && !existsSync(file));
+  const targets = () => missingTargets('dist');
   if (targets().length === 0) return;
   rmSync('tsconfig.tsbuildinfo', { force: true });
   const tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');

@@ -5,8 +5,8 @@ import { Tensor, encodeNpy, type ServingInput } from '@kiln/core';
 import { createWorkerPool, parsePlacement } from '@kiln/worker-pool';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-/** The CLI as the registry installs it: built JS, no TypeScript loader. */
-export const KILN_BUILT = `${ROOT}apps/cli/dist/main.js`;
+/** The CLI as the registry installs it: built and bundled JS, no TypeScript loader. */
+export const KILN_BUILT = `${ROOT}apps/cli/bundle/main.js`;
 /** The repository's bin: inside the repository it runs the TypeScript sources through tsx. */
 export const KILN_SOURCE = `${ROOT}apps/cli/bin/kiln.mjs`;
 /** The Node flags `kiln`'s bin runs with (see apps/cli/bin/kiln.mjs). */
@@ -106,7 +106,8 @@ export function buildKilnCli(): void {
     cwd: ROOT,
     stdio: 'inherit',
   });
-  // What tsc does not emit (the worker threads' bootstrap module), as `npm pack` adds it.
+  // What tsc does not emit (the worker threads' bootstrap module) and the bundles, as
+  // `npm pack` adds them.
   execFileSync(process.execPath, [`${ROOT}tools/copy-assets.mjs`], { cwd: ROOT, stdio: 'inherit' });
 }
 

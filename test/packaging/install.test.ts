@@ -124,8 +124,22 @@ describe('the packed tarballs', () => {
       );
       expect(offending, pack.name).toEqual([]);
       expect(files, pack.name).toContain('package/LICENSE');
-      expect(files, pack.name).toContain('package/dist/index.js');
       expect(files, pack.name).toContain('package/dist/index.d.ts');
+      const bundled = files.filter((f) => /^package\/bundle\/[^/]+\.js$/.test(f));
+      if (bundled.length === 0) {
+        expect(files, pack.name).toContain('package/dist/index.js');
+        continue;
+      }
+      // A bundled package carries its entries once, in bundle/: of dist/'s JS only the
+      // modules its bundles import from there (tools/bundle-dist.mjs).
+      const fromDist = new Set<string>();
+      for (const file of bundled) {
+        const text = spawnSync('tar', ['xzf', pack.file, '-O', file], { encoding: 'utf8' }).stdout;
+        for (const [, target] of text.matchAll(/from "\.\.\/(dist\/[^"]+)"/g))
+          fromDist.add(`package/${target}`);
+      }
+      const distJs = files.filter((f) => /^package\/dist\/.*\.js$/.test(f));
+      expect(distJs.sort(), pack.name).toEqual([...fromDist].sort());
     }
   });
 

@@ -3,7 +3,8 @@
 // request bodies, which V8 counts against it) is below 128 MiB. Without it, a server that
 // receives large tensors runs a full collection every few requests (see bench/README.md).
 // Runs the TypeScript source inside the repository (through tsx, @kiln packages resolved to
-// their sources) and the built JS when installed from the registry.
+// their sources) and the bundled JS when installed from the registry (bundle/, made from dist/
+// when the package is packed: tools/bundle-dist.mjs).
 import { existsSync } from 'node:fs';
 import { register as registerHooks } from 'node:module';
 
@@ -17,5 +18,5 @@ if (existsSync(source)) {
   );
   await import(source.href);
 } else {
-  await import(new URL('../dist/main.js', import.meta.url).href);
+  await import(new URL('../bundle/main.js', import.meta.url).href);
 }
