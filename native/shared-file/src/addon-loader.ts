@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,9 +65,17 @@ export function addonCandidates(
   return candidates;
 }
 
+/**
+ * The C library Node runs on. musl systems (Alpine) carry musl's dynamic loader in /lib; reading
+ * that folder costs microseconds, where process.report.getReport() took 7–25 ms of a starting
+ * thread.
+ */
 function libc(): 'glibc' | 'musl' {
-  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } };
-  return report?.header?.glibcVersionRuntime ? 'glibc' : 'musl';
+  try {
+    return readdirSync('/lib').some((name) => name.startsWith('ld-musl-')) ? 'musl' : 'glibc';
+  } catch {
+    return 'glibc';
+  }
 }
 
 export type AddonLoad =

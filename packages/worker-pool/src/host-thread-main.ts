@@ -4,7 +4,7 @@
 // serving the generation jobs the pool hands over. A thread hosts one worker,
 // or every worker of an engine that loads in one thread per process (tfjs-node). Nothing is
 // shared with the main thread but messages.
-import { parentPort, threadId } from 'node:worker_threads';
+import { parentPort, threadId, workerData } from 'node:worker_threads';
 import { SequenceStepper } from '@kiln/batching';
 import {
   KilnError,
@@ -29,7 +29,8 @@ import {
 import { pinCurrentThread, type PinResult } from './cpu-pinning.js';
 import { probeForward } from './forward-probe.js';
 import { GenerationHost } from './generation-host.js';
-import { engineCatalogFor, servingTranslator } from './recipe-plan.js';
+import { engineCatalogFor, preloadEngineFor, servingTranslator } from './recipe-plan.js';
+import type { HostHints } from './prestart.js';
 import { planThreads } from './thread-budget.js';
 import { lowerThreadPriority, type PriorityResult } from './thread-priority.js';
 import type { FromHost, ResultMessage, ToHost, WorkerInit } from './worker-protocol.js';
@@ -381,3 +382,9 @@ port.on('message', (message: ToHost) => {
       return;
   }
 });
+
+// A thread started ahead of its worker loads the engine its model will need meanwhile; the
+// worker's own load reports any failure.
+const { preloadModels } = (workerData ?? {}) as HostHints;
+if (preloadModels?.[0] !== undefined)
+  void preloadEngineFor(preloadModels[0]).catch(() => undefined);

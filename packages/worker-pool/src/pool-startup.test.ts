@@ -46,6 +46,20 @@ describe.skipIf(!run)('a host thread started ahead of need', () => {
     }
   });
 
+  it("loads the hinted model's engine while it waits, and its worker serves", async () => {
+    const spare = prestartHostThread({ preloadModels: [dir] });
+    // Time for the thread to start and load ONNX Runtime before the pool asks for it.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const pool = await threadPool();
+    try {
+      const worker = pool.describe().workerGroups[0]!.workers[0]!;
+      expect(worker.threadId).toBe(spare);
+      expect(worker.model).toMatchObject({ engine: 'OnnxRuntime' });
+    } finally {
+      await pool.shutdown();
+    }
+  });
+
   it('ends when no worker took it in time, and the next worker starts a thread of its own', async () => {
     const spare = prestartHostThread({ endAfterMs: 50 });
     await new Promise((resolve) => setTimeout(resolve, 500));

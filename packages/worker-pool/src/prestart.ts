@@ -14,8 +14,17 @@ const HOST_ENTRY = new URL(
 );
 
 /** A new thread running a pool host. The process environment is shared: native engines read their thread settings there. */
-export function spawnHostWorker(): Worker {
-  return spawnModuleWorker(HOST_ENTRY, { env: SHARE_ENV });
+export function spawnHostWorker(hints: HostHints = {}): Worker {
+  return spawnModuleWorker(HOST_ENTRY, { env: SHARE_ENV, workerData: hints });
+}
+
+/** What a host thread started ahead of need may prepare while it waits for its worker. */
+export interface HostHints {
+  /**
+   * Local model folders this process is about to serve, the first one first: the thread loads
+   * the engine the first one would run on, where the pool's worker will look for it.
+   */
+  readonly preloadModels?: readonly string[];
 }
 
 /** Threads started ahead of need and not taken yet, the oldest first; each still running. */
@@ -26,10 +35,13 @@ const spares: Worker[] = [];
  * thread then overlap whatever this thread does meanwhile (a server importing its own modules),
  * and the next worker with a thread of its own takes it. A spare no worker took after
  * `endAfterMs` (30 s by default) ends, so that a server whose models run elsewhere does not
- * keep it; it never keeps the process alive. Returns its thread id.
+ * keep it; it never keeps the process alive. With `preloadModels`, it loads the first model's
+ * engine meanwhile (see HostHints). Returns its thread id.
  */
-export function prestartHostThread(options: { endAfterMs?: number } = {}): number {
-  const worker = spawnHostWorker();
+export function prestartHostThread(options: { endAfterMs?: number } & HostHints = {}): number {
+  const worker = spawnHostWorker(
+    options.preloadModels ? { preloadModels: options.preloadModels } : {},
+  );
   worker.unref();
   spares.push(worker);
   const forget = () => {

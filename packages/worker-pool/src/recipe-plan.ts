@@ -1,4 +1,5 @@
 import {
+  DEFAULT_ENGINE_MODULES,
   type EngineCatalog,
   type EngineProvider,
   KilnError,
@@ -10,6 +11,7 @@ import {
   type TranslatorFactory,
   type WorkerKind,
   assertTranslator,
+  chooseEngine,
   loadEngineCatalog,
   type ResolvedModelLoad,
   loadResolvedModel,
@@ -127,6 +129,24 @@ export async function loadRecipeHere(
     await model.dispose();
     throw error;
   }
+}
+
+/**
+ * Loads the engine a local model folder would run on, as planRecipe picks it and a host thread
+ * then loads it (the same catalog, so the worker that comes finds it loaded): a host thread
+ * started ahead of its worker does this while the server is still starting. Nothing is cached
+ * but the engine: the worker locates the model again, with the server's settings.
+ */
+export async function preloadEngineFor(
+  folder: string,
+  engineModules: readonly string[] = DEFAULT_ENGINE_MODULES,
+): Promise<void> {
+  const catalog = await engineCatalogFor(engineModules);
+  const load = await resolveModelLoad(folder, { registry: catalog.registry });
+  const modules = enginesFor(load, catalog);
+  if (modules === undefined) return;
+  const { registry } = await engineCatalogFor(modules);
+  await chooseEngine(registry, load.request.properties, load.files, load.request.name);
 }
 
 /**

@@ -1,4 +1,5 @@
 import {
+  DEFAULT_ENGINE_MODULES,
   type EngineCatalog,
   KilnError,
   KilnErrorCode,
@@ -6,19 +7,9 @@ import {
 } from '@kiln/core';
 
 export type { EngineCatalog } from '@kiln/core';
-
-/**
- * Engine packages the server serves with when they are installed, by their `/provider` entry:
- * a few small modules each, the engine itself imported when a model first needs it (the whole
- * packages took tens of milliseconds of every start).
- */
-export const DEFAULT_ENGINE_MODULES = [
-  '@kiln/engine-onnxruntime/provider',
-  '@kiln/engine-libtorch/provider',
-  '@kiln/engine-tensorflow/provider',
-  '@kiln/engine-dlr/provider',
-  '@kiln/engine-python/provider',
-] as const;
+// The engine packages the server serves with when they are installed (core's list: a host
+// thread started ahead of the server reads it too).
+export { DEFAULT_ENGINE_MODULES } from '@kiln/core';
 
 /** The package an engine module belongs to, as users install it (`@kiln/engine-dlr`). */
 export function enginePackageOf(specifier: string): string {

@@ -15,6 +15,18 @@ export interface EngineCatalog {
 }
 
 /**
+ * The engine packages Kiln serves with when they are installed, by their light `/provider`
+ * entry: a few small modules each, the engine itself imported when a model first needs it.
+ */
+export const DEFAULT_ENGINE_MODULES = [
+  '@kiln/engine-onnxruntime/provider',
+  '@kiln/engine-libtorch/provider',
+  '@kiln/engine-tensorflow/provider',
+  '@kiln/engine-dlr/provider',
+  '@kiln/engine-python/provider',
+] as const;
+
+/**
  * Imports each engine module (a package name or a file URL exporting `provider` or a default
  * provider) and registers its provider. Importing loads nothing native: engines load when a
  * model first needs them. Modules that fail to import are listed in `missing`.

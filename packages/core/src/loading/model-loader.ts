@@ -302,7 +302,11 @@ function defaultModelName(source: ModelSource): string {
   return path.basename(source.dir);
 }
 
-async function chooseEngine(
+/**
+ * The engine a located model loads on: the one its properties name (`engine=`), else the best
+ * available one that recognizes its files.
+ */
+export async function chooseEngine(
   registry: EngineRegistry,
   properties: ServingProperties,
   files: readonly string[],

@@ -132,6 +132,9 @@ export const provider: EngineProvider = {
   rank: 1,
   recognizes: (fileNames) => fileNames.includes(MODEL_FILE),
   async load(): Promise<Engine> {
+    // Counted across module copies, for tests of who loads the engine when.
+    const counter = globalThis as { kilnScaleEngineLoads?: number };
+    counter.kilnScaleEngineLoads = (counter.kilnScaleEngineLoads ?? 0) + 1;
     return {
       name: 'TestScale',
       version: '1.0.0',
