@@ -1,11 +1,16 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http2 from 'node:http2';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, status as GrpcStatus, credentials } from '@grpc/grpc-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fromFloat16Bits, toFloat16Bits } from '@kiln/core';
-import { INFERENCE_PROTO_PATH } from '@kiln/server';
+import {
+  GRPC_CONNECTION_WINDOW_BYTES,
+  GRPC_STREAM_WINDOW_BYTES,
+  INFERENCE_PROTO_PATH,
+} from '@kiln/server';
 import { resnetModel } from '@kiln/model-tools';
 import { seededRandom } from '@kiln/testing';
 import { buildModelStore, buildSlowModel, type ModelStore } from '../support/fixtures.js';
@@ -240,6 +245,29 @@ describe('ModelInfer', () => {
     expect(text).toMatch(
       /kiln_requests_total\{api="grpc",route="ModelInfer",model="nope",status="NOT_FOUND"\} 1/,
     );
+  });
+});
+
+describe('flow control', () => {
+  it('lets a client send 1 MiB a call and 8 MiB a connection before it acknowledges', async () => {
+    const session = http2.connect(`http://${t.server.urls.grpc!}`);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        session.once('remoteSettings', () => resolve());
+        session.once('error', reject);
+      });
+      expect(session.remoteSettings.initialWindowSize).toBe(GRPC_STREAM_WINDOW_BYTES);
+      // The connection's window comes in a WINDOW_UPDATE right after the settings.
+      for (
+        let i = 0;
+        i < 100 && session.state.remoteWindowSize !== GRPC_CONNECTION_WINDOW_BYTES;
+        i++
+      )
+        await sleep(10);
+      expect(session.state.remoteWindowSize).toBe(GRPC_CONNECTION_WINDOW_BYTES);
+    } finally {
+      session.destroy();
+    }
   });
 });
 

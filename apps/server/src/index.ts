@@ -9,6 +9,7 @@ export * from './security/url-allowlist.js';
 export { SERVER_VERSION } from './version.js';
 export { INFERENCE_PROTO_PATH, PROTO_LOADER_OPTIONS, loadInferencePackage } from './grpc/proto.js';
 export { parseGrpcAddress } from './grpc/grpc-address.js';
+export { GRPC_CONNECTION_WINDOW_BYTES, GRPC_STREAM_WINDOW_BYTES } from './grpc/flow-control.js';
 export { startIngressPrimary, type IngressPrimary } from './cluster/ingress-primary.js';
 export { IngressPeer } from './cluster/ingress-peer.js';
 export type { ManagementOp, ManagementResult } from './cluster/management-ops.js';

@@ -1,5 +1,6 @@
 import { Server, ServerCredentials } from '@grpc/grpc-js';
 import type { ServerContext } from '../routes/server-context.js';
+import { widenFlowControlWindows } from './flow-control.js';
 import { parseGrpcAddress } from './grpc-address.js';
 import { inferenceService } from './inference-service.js';
 import { bytesInServiceDefinition } from './proto.js';
@@ -21,6 +22,7 @@ export async function listenGrpc(server: ServerContext, address: string): Promis
     'grpc.max_receive_message_length': server.config.maxRequestSize,
     'grpc.max_send_message_length': -1,
   });
+  widenFlowControlWindows(grpc);
   const { definition, decoders } = bytesInServiceDefinition();
   grpc.addService(definition, inferenceService(server, decoders));
   const target = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
