@@ -65,7 +65,8 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   checkListenerSecurity(config);
 
   const engines = await loadEngineCatalog(options.engineModules ?? DEFAULT_ENGINE_MODULES);
-  const metrics = new ServerMetrics();
+  // Node's process metrics start once the startup models are registered (below).
+  const metrics = new ServerMetrics({ processMetrics: 'later' });
   const models = new ModelManager(config, engines, metrics, log);
   const managementKey = config.disableTokenAuthorization
     ? undefined
@@ -130,6 +131,7 @@ export async function startKilnServer(options: StartServerOptions): Promise<Kiln
   // load them while it does; /ping answers 503 until every one of them is registered.
   const registering = registerStartupModels();
   await startupModelsLocated(registering, models);
+  metrics.collectProcessMetrics();
   const listenersModule = import('./http/listeners.js');
   if (ingress) {
     // An ingress process listens once it serves what the others serve; all but the first also

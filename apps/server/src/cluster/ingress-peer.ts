@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
-import { AggregatorRegistry } from 'prom-client';
 import { KilnError, KilnErrorCode } from '@kiln/core';
 import type { ListenerInfo } from '../kiln-server.js';
+import { aggregatorRegistry } from '../metrics/prom-client-parts.js';
 import type { ModelManager } from '../models/model-manager.js';
 import {
   type IngressMessage,
@@ -103,7 +103,7 @@ export class IngressPeer {
       { kiln: 'gather-metrics' },
       2 * METRICS_TIMEOUT_MS,
     );
-    const registry = AggregatorRegistry.aggregate(all);
+    const registry = aggregatorRegistry().aggregate(all);
     return { contentType: registry.contentType, body: await registry.metrics() };
   }
 

@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram } from 'prom-client';
+import { Counter, Gauge, Histogram } from '../metrics/prom-client-parts.js';
 import type { ServerMetrics } from '../metrics/server-metrics.js';
 import type { GenerationPool, GenerationStats } from '@kiln/worker-pool';
 

@@ -1,5 +1,6 @@
 import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
-import { Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { Gauge } from './prom-client-parts.js';
 
 /** How often the loop is sampled: each sample wakes the process, which a busy core feels. */
 export const SAMPLE_INTERVAL_MS = 10;

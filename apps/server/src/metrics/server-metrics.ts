@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from './prom-client-parts.js';
 import { EventLoopDelayGauges } from './event-loop-delay.js';
 
 const LATENCY_BUCKETS = [
@@ -13,7 +13,7 @@ const PYTHON_CALL_CHANNEL = 'kiln:python:call';
 /** The server's Prometheus metrics, in one registry served at GET /metrics. */
 export class ServerMetrics {
   readonly registry = new Registry();
-  private readonly eventLoopDelay: EventLoopDelayGauges;
+  private eventLoopDelay: EventLoopDelayGauges | undefined;
 
   readonly requests = new Counter({
     name: 'kiln_requests_total',
@@ -86,7 +86,20 @@ export class ServerMetrics {
     registers: [this.registry],
   });
 
-  constructor() {
+  /**
+   * `processMetrics: 'later'` leaves Node's process metrics (prom-client's defaults and the event
+   * loop's delay) to collectProcessMetrics(): a starting server registers its models first and
+   * calls it before it listens, so that loading them does not wait for those modules.
+   */
+  constructor(options: { processMetrics?: 'now' | 'later' } = {}) {
+    if (options.processMetrics !== 'later') this.collectProcessMetrics();
+    subscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
+    this.ingressProcesses.set(1);
+  }
+
+  /** Starts collecting Node's process metrics (once). */
+  collectProcessMetrics(): void {
+    if (this.eventLoopDelay) return;
     // prom-client's loop-delay figures include its sampling interval (~10 ms on an idle
     // server); EventLoopDelayGauges reports them without it. prom-client's own sampler cannot be
     // turned off, so it samples once a second, unread.
@@ -104,14 +117,12 @@ export class ServerMetrics {
     for (const name of ['active_handles', 'active_requests', 'active_resources']) {
       this.registry.removeSingleMetric(`kiln_nodejs_${name}_total`);
     }
-    subscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
-    this.ingressProcesses.set(1);
   }
 
   /** Stops listening to engines' timing channels and sampling the event loop. */
   close(): void {
     unsubscribe(PYTHON_CALL_CHANNEL, this.onPythonCall);
-    this.eventLoopDelay.close();
+    this.eventLoopDelay?.close();
   }
 
   /** The Python engine publishes each call's split (no import: the engine is optional). */
