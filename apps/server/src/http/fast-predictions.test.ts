@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ServingInput } from '@kiln/core';
+import { KilnError, KilnErrorCode, type ServingInput } from '@kiln/core';
 import { ServerMetrics } from '../metrics/server-metrics.js';
 import type { ServerContext } from '../routes/server-context.js';
 import { hostPolicy } from '../security/host-origin.js';
@@ -23,11 +23,17 @@ const server = {
   metrics: new ServerMetrics(),
   log: pino({ level: 'silent' }),
   models: {
-    has: (name: string) => name === 'echo',
+    has: (name: string) => name === 'echo' || name === 'loading',
     get(name: string, version?: string) {
-      if (name === 'echo' && version === undefined) return { kind: 'forward' };
+      if ((name === 'echo' || name === 'loading') && version === undefined)
+        return { kind: 'forward' };
       if (name === 'writer') return { kind: 'step' };
       throw new Error(`model ${name} not found`);
+    },
+    servingPool(name: string) {
+      if (name === 'loading')
+        throw new KilnError(KilnErrorCode.ModelNotReady, 'model loading is still loading');
+      return {};
     },
     submit: (_name: string, _version: string | undefined, input: ServingInput) => ({
       result: Promise.resolve({
@@ -89,6 +95,29 @@ describe('fastPredictions', () => {
       body: '{"echoed":"hello"}',
     });
     expect(toKoa).toEqual([]);
+  });
+
+  it('refuses a model that is not ready before reading the body', async () => {
+    // 1000 bytes declared (within the limit), 5 sent: the answer comes while the rest is owed.
+    const answer = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const request = http.request(`${base}/predictions/loading`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-npy', 'content-length': '1000' },
+      });
+      request.on('response', (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => {
+          resolve({ status: response.statusCode!, body });
+          request.destroy();
+        });
+      });
+      request.on('error', reject);
+      request.write('hello');
+    });
+    expect(answer.status).toBe(503);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 503, type: 'ModelNotReady' });
   });
 
   it('leaves everything else to Koa', async () => {

@@ -97,6 +97,9 @@ async function predict(
     // Under load, the rest of this turn belongs to work that came first (see TurnBudget).
     const before = budget?.turn();
     if (before) await before;
+    // A model that cannot take the request is refused before the body is read: a client that
+    // retries a large body while the model loads costs the server little more than headers.
+    server.models.servingPool(name, version);
     const input = await servingInputFrom(req, limits);
     const begun = await startAnswer(
       res,

@@ -12,6 +12,7 @@ import {
 import type { JobHandle, JobOptions } from '@kiln/batching';
 import {
   type GenerationPool,
+  type WorkerPool,
   type WorkerPoolSettingsInput,
   createGenerationPool,
   createWorkerPool,
@@ -309,6 +310,15 @@ export class ModelManager {
     input: ServingInput,
     options: JobOptions = {},
   ): JobHandle<ServingOutput> {
+    return this.servingPool(name, version).submit(input, options);
+  }
+
+  /**
+   * The pool that serves a model's requests now; refused as submit would refuse a request
+   * (an unknown model, a text-generating one, one not READY), so that a route can answer
+   * before it reads the request's body.
+   */
+  servingPool(name: string, version: string | undefined): WorkerPool<ServingInput, ServingOutput> {
     const entry = this.get(name, version);
     if (entry.kind === 'step')
       throw new KilnError(
@@ -317,7 +327,7 @@ export class ModelManager {
       );
     const pool = readyPool(entry);
     if (isGenerationPool(pool)) throw new KilnError(KilnErrorCode.Internal, 'unreachable');
-    return pool.submit(input, options);
+    return pool;
   }
 
   /**
