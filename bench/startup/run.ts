@@ -48,8 +48,21 @@ const NAIVE = join(ROOT, 'bench/server/naive-server.mjs');
 
 let nextPort = 19100;
 
-async function firstPrediction(url: string, body: Buffer, started: number): Promise<number> {
+async function firstPrediction(
+  url: string,
+  body: Buffer,
+  started: number,
+  server?: ChildProcess & { stderrTail?: () => string },
+): Promise<number> {
+  const deadline = performance.now() + 120_000;
   for (;;) {
+    // A server that died or never answers stops the bench with what it said, not a hang.
+    if (server && (server.exitCode !== null || server.signalCode !== null))
+      throw new Error(
+        `${url}: the server exited (${server.exitCode ?? server.signalCode}) before answering\n${server.stderrTail?.() ?? ''}`,
+      );
+    if (performance.now() > deadline)
+      throw new Error(`${url}: no answer in 120 s\n${server?.stderrTail?.() ?? ''}`);
     try {
       const response = await fetch(url, {
         method: 'POST',
@@ -70,12 +83,20 @@ function startKiln(
   modelDir: string,
   kilnHome: string,
   env: Readonly<Record<string, string>> = {},
-): { child: ChildProcess; url: string; metricsUrl: string } {
+): { child: ChildProcess & { stderrTail: () => string }; url: string; metricsUrl: string } {
   const port = (nextPort += 3);
-  const child = spawnKiln(entry, kilnServeArgs('resnet', modelDir, port), {
-    stdio: 'ignore',
+  const spawned = spawnKiln(entry, kilnServeArgs('resnet', modelDir, port), {
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: { KILN_HOME: kilnHome, ...env },
   });
+  // What it last wrote to stderr, for a start that fails; its log lines on stdout are dropped.
+  let stderr = '';
+  spawned.stdout!.resume();
+  spawned.stderr!.on(
+    'data',
+    (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4000)),
+  );
+  const child = Object.assign(spawned, { stderrTail: () => stderr });
   return {
     child,
     url: `http://127.0.0.1:${port}/predictions/resnet`,
@@ -161,7 +182,7 @@ try {
     const started = performance.now();
     const { child, url } = start();
     try {
-      return await firstPrediction(url, body, started);
+      return await firstPrediction(url, body, started, child);
     } finally {
       await stopChild(child);
     }
@@ -212,9 +233,9 @@ try {
       KILN_INGRESS_PROCESSES: String(processes),
     });
     try {
-      await firstPrediction(url, body, performance.now());
+      await firstPrediction(url, body, performance.now(), child);
       if (processes > 1) await allProcessesReady(metricsUrl, processes);
-      await Promise.all(Array.from({ length: 8 }, () => firstPrediction(url, body, 0)));
+      await Promise.all(Array.from({ length: 8 }, () => firstPrediction(url, body, 0, child)));
       return read(child.pid!);
     } finally {
       await stopChild(child);
