@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -71,6 +72,36 @@ describe('model lifecycle', () => {
         status: 'FAILED',
         error: expect.any(String),
       });
+    } finally {
+      await t.stop();
+    }
+  });
+
+  it('refuses a FAILED model on every inference route before reading the body', async () => {
+    const t = await startTestServer({ models: [`x=${path.join(root, 'no-such-model')}`] });
+    // 1000 bytes declared, 5 sent: the answer must come while the rest is still owed.
+    const partly = (route: string) =>
+      new Promise<number>((resolve, reject) => {
+        const request = http.request(`${t.inference}${route}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/octet-stream', 'content-length': '1000' },
+        });
+        request.on('response', (response) => {
+          response.resume();
+          response.on('end', () => {
+            resolve(response.statusCode!);
+            request.destroy();
+          });
+        });
+        request.on('error', reject);
+        request.write('hello');
+      });
+    try {
+      await t.settled();
+      // The fast route, the Koa route (a query string takes it there) and v2 infer.
+      expect(await partly('/predictions/x')).toBe(500);
+      expect(await partly('/predictions/x?trace=1')).toBe(500);
+      expect(await partly('/v2/models/x/infer')).toBe(500);
     } finally {
       await t.stop();
     }

@@ -36,6 +36,8 @@ export function inferenceRoutes(server: ServerContext): Router {
     if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
     if (generatesText(server.models.get(name, version)))
       return lmiPrediction(ctx, server, name, version);
+    // Refused before the body is read, as the fast route refuses (fast-predictions.ts).
+    server.models.servingPool(name, version);
     const input = await servingInputFrom(ctx.req, bodyLimits(server));
     const start = await startAnswer(
       ctx.res,

@@ -62,6 +62,8 @@ export function v2Routes(server: ServerContext, options: { repository: boolean }
     // Binary tensor data starts right after the JSON header: aligned there, it is not copied.
     const alignAt = Number(headerLength);
     const limits = bodyLimits(server);
+    // A model that cannot take the request is refused before its body is read.
+    server.models.servingPool(entry.name, ctx.params.version);
     const body = await readBody(
       ctx.req,
       limits,
