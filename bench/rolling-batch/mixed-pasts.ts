@@ -1,12 +1,14 @@
 // Decode steps over sequences of mixed ages, as rolling batching makes them: Kiln's
-// OrtStepDecoder with its decode run cost learned from the runs it times (the default) against
-// the same decoder with one run per step (`decodeRunCost: Infinity`, what the size estimate
+// OrtStepDecoder with its decode run cost learned from the runs it times (the default), its
+// decode rows grouped by past as the rolling loop groups them (groupByPast, regrouped when the
+// company changes), against the same decoder with one run per step (`decodeRunCost: Infinity`, what the size estimate
 // gives a model whose weights dwarf its cache). Each contender keeps `--slots` sequences in
 // flight: a sequence prefills its prompt (8–64 tokens) in a step of its own, then decodes its
 // drawn length (8–256 tokens) one token a step beside the others, and a new one takes its slot
 // when it ends — the same sequences, in the same order, for both. See bench/README.md.
 //   node -C @kiln/source --import tsx bench/rolling-batch/mixed-pasts.ts --model DIR [--sequences 48] [--rounds 3] [--threads 2]
 import { parseArgs } from 'node:util';
+import { groupByPast } from '@kiln/batching';
 import {
   DEFAULT_SESSION_CONFIG,
   type DecoderSequence,
@@ -64,6 +66,8 @@ async function run(decoder: OrtStepDecoder): Promise<number> {
   const vocab = decoder.signature.vocabSize;
   const waiting = [...draws];
   let live: Live[] = [];
+  /** Each decoding sequence's run, kept while the same sequences decode (as the loop does). */
+  let runs: Map<Live, number> | undefined;
   let tokens = 0;
   const started = performance.now();
   while (waiting.length > 0 || live.length > 0) {
@@ -78,18 +82,27 @@ async function run(decoder: OrtStepDecoder): Promise<number> {
     }
     // One prompt a step, in a step of its own; otherwise every sequence decodes a token.
     const fresh = live.find((s) => !s.prefilled);
-    await decoder.step(
-      fresh
-        ? [{ state: fresh.state, tokens: fresh.prompt }]
-        : live.map((s) => ({ state: s.state, tokens: [1] })),
-    );
     if (fresh) {
+      await decoder.step([{ state: fresh.state, tokens: fresh.prompt }]);
       fresh.prefilled = true;
+      runs = undefined;
       continue;
     }
+    if (!runs) {
+      const grouped = new Map<Live, number>();
+      const pasts = live.map((s) => s.state.length);
+      groupByPast(pasts, decoder.decodeRunCost).forEach((rows, run) => {
+        for (const row of rows) grouped.set(live[row]!, run);
+      });
+      runs = grouped;
+    }
+    const decoding = runs;
+    await decoder.step(live.map((s) => ({ state: s.state, tokens: [1], run: decoding.get(s)! })));
     tokens += live.length;
     for (const s of live) if (--s.left === 0) decoder.release(s.state);
-    live = live.filter((s) => s.left > 0);
+    const left = live.filter((s) => s.left > 0);
+    if (left.length < live.length) runs = undefined;
+    live = left;
   }
   return tokens / ((performance.now() - started) / 1000);
 }

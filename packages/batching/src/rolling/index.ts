@@ -3,3 +3,4 @@ export * from './test-workload.js';
 export * from './step-protocol.js';
 export * from './sequence-stepper.js';
 export * from './rolling-loop.js';
+export * from './past-groups.js';

@@ -291,4 +291,74 @@ describe('RollingLoop', () => {
     await worker.close();
     expect(decoder.openCount).toBe(0);
   });
+
+  it("decides each step's runs: decode rows split by past at the cost the model reports, prompt chunks apart", async () => {
+    const decoder = new HashDecoder(50);
+    decoder.decodeRunCost = 4;
+    const worker = serve(decoder, { maxBatchSize: 8 });
+    const prompt = (n: number) => Array.from({ length: n }, (_, i) => 1 + (i % 40));
+    let joined: Promise<unknown> | undefined;
+    const jobs = [2, 3, 40, 41].map((n, i) =>
+      worker.generate(
+        { promptTokens: prompt(n), maxNewTokens: 12 },
+        i === 0
+          ? {
+              onChunk: (chunk: unknown) => {
+                if ((chunk as GenerationChunk).index !== 3) return;
+                // The model now says a run costs more than any padding: one run from the
+                // next change of company, which the job joining now makes.
+                decoder.decodeRunCost = Infinity;
+                joined = worker.generate({ promptTokens: prompt(5), maxNewTokens: 3 });
+              },
+            }
+          : {},
+      ),
+    );
+    await Promise.all([...jobs, new Promise((r) => setTimeout(r, 0))]);
+    await joined;
+    await worker.close();
+    const runsOf = (entries: { run: number | undefined }[]) => new Set(entries.map((e) => e.run));
+    for (const { entries } of decoder.steps) {
+      const decoding = entries.filter((e) => e.tokens === 1);
+      const prefilling = entries.filter((e) => e.tokens > 1);
+      // Prompt chunks never share a run with decode rows.
+      for (const run of runsOf(prefilling)) expect(runsOf(decoding).has(run)).toBe(false);
+      expect(entries.every((e) => e.run !== undefined)).toBe(true);
+    }
+    // Until the fifth job came: the four decode in two runs, young and old.
+    const joinedAt = decoder.steps.findIndex((s) => s.entries.length === 5);
+    const fourDecoding = decoder.steps
+      .slice(0, joinedAt)
+      .filter((s) => s.entries.length === 4 && s.entries.every((e) => e.tokens === 1));
+    expect(fourDecoding.length).toBeGreaterThan(2);
+    for (const { entries } of fourDecoding) {
+      const young = entries.filter((e) => e.past < 20);
+      const old = entries.filter((e) => e.past >= 40);
+      expect(young).toHaveLength(2);
+      expect(runsOf(young).size).toBe(1);
+      expect(runsOf(old).size).toBe(1);
+      expect(young[0]!.run).not.toBe(old[0]!.run);
+    }
+    const fiveDecoding = decoder.steps.filter(
+      (s) => s.entries.length === 5 && s.entries.every((e) => e.tokens === 1),
+    );
+    expect(fiveDecoding.length).toBeGreaterThan(0);
+    for (const { entries } of fiveDecoding) expect(runsOf(entries).size).toBe(1);
+  });
+
+  it('runs every decode row of a step as one when the model reports no run cost', async () => {
+    const random = new SeededSource(11);
+    const jobs = randomWorkload(random, { count: 12, vocab: 50, maxPrompt: 64, maxOutput: 32 });
+    const decoder = new HashDecoder(50);
+    const worker = serve(decoder, { maxBatchSize: 6, maxPrefillTokens: 32 });
+    await rolling(worker, jobs, random);
+    await worker.close();
+    // One run of decode rows and one of prompt chunks at most, each step.
+    for (const { entries } of decoder.steps) {
+      expect(new Set(entries.map((e) => e.run)).size).toBeLessThanOrEqual(2);
+      expect(
+        new Set(entries.filter((e) => e.tokens > 1).map((e) => e.run)).size,
+      ).toBeLessThanOrEqual(1);
+    }
+  });
 });

@@ -8,6 +8,7 @@ import {
 import { type Clock, systemClock } from '../clock.js';
 import type { Job } from '../job.js';
 import type { JobQueue } from '../job-queue.js';
+import { groupByPast } from './past-groups.js';
 import type {
   FinishReason,
   GenerationChunk,
@@ -111,6 +112,10 @@ export class RollingLoop {
   private readonly onDone: RollingLoopOptions['onDone'];
   private reserved = 0;
   private nextSeq = 1;
+  /** The decoding rows' runs at the last step, kept while the same sequences decode. */
+  private decodeRuns = new Map<number, number>();
+  /** What one more decode run costs (the model's figure, updated by each step's reply). */
+  private decodeRunCost: number;
   private steps = 0;
   private tokensGenerated = 0;
 
@@ -133,6 +138,7 @@ export class RollingLoop {
     );
     this.clock = options.clock ?? systemClock;
     this.onDone = options.onDone;
+    this.decodeRunCost = model.decodeRunCost ?? Infinity;
   }
 
   /** Why a job can never run on this model (INVALID_INPUT), if it cannot. */
@@ -201,6 +207,7 @@ export class RollingLoop {
       }
       const ms = this.clock.now() - started;
       this.steps++;
+      if (reply.decodeRunCost !== undefined) this.decodeRunCost = reply.decodeRunCost;
       // Sequences that failed on their own (a response format): the others go on.
       for (const { seq, error } of reply.failures ?? []) {
         const sequence = sequences.find((s) => s.seq === seq);
@@ -273,28 +280,61 @@ export class RollingLoop {
     for (const sequence of [...this.active]) if (sequence.job.settled) this.retire(sequence);
   }
 
-  /** Decoding sequences feed one token each; prefilling ones share the prompt budget. */
+  /**
+   * Decoding sequences feed one token each; prefilling ones share the prompt budget. The
+   * step's makeup is decided here: decoding rows run in groups of similar past where padding
+   * them together costs more than another run (groupByPast), prompt chunks in one run of
+   * their own, so a one-token decode is never padded to a chunk's length.
+   */
   private plan(): { entries: SequenceEntry[]; sequences: Sequence[]; prefillTokens: number } {
-    const entries: SequenceEntry[] = [];
-    const sequences: Sequence[] = [];
+    const decoding: Sequence[] = [];
+    const prefilling: { sequence: Sequence; tokens: readonly number[]; sample: boolean }[] = [];
     let budget = this.maxPrefillTokens;
     for (const sequence of this.active) {
       if (sequence.held) continue;
-      const prompt = sequence.job.input.promptTokens;
-      let tokens: readonly number[];
-      let sample = true;
       if (sequence.generated.length > 0) {
-        tokens = [sequence.generated[sequence.generated.length - 1]!];
-      } else {
-        if (budget === 0) continue;
-        tokens = prompt.slice(sequence.fed, sequence.fed + budget);
-        budget -= tokens.length;
-        sample = sequence.fed + tokens.length === prompt.length;
+        decoding.push(sequence);
+        continue;
       }
-      entries.push({ seq: sequence.seq, tokens, sample });
+      if (budget === 0) continue;
+      const prompt = sequence.job.input.promptTokens;
+      const tokens = prompt.slice(sequence.fed, sequence.fed + budget);
+      budget -= tokens.length;
+      prefilling.push({ sequence, tokens, sample: sequence.fed + tokens.length === prompt.length });
+    }
+    const runs = this.runsOf(decoding);
+    const entries: SequenceEntry[] = decoding.map((sequence) => ({
+      seq: sequence.seq,
+      tokens: [sequence.generated[sequence.generated.length - 1]!],
+      sample: true,
+      run: runs.get(sequence.seq)!,
+    }));
+    const sequences = [...decoding];
+    const prefillRun = runs.size === 0 ? 0 : Math.max(...runs.values()) + 1;
+    for (const { sequence, tokens, sample } of prefilling) {
+      entries.push({ seq: sequence.seq, tokens, sample, run: prefillRun });
       sequences.push(sequence);
     }
     return { entries, sequences, prefillTokens: this.maxPrefillTokens - budget };
+  }
+
+  /**
+   * Each decoding sequence's run. The same company keeps its runs (the decoder keeps a run's
+   * caches together between steps); a change of company regroups by past length.
+   */
+  private runsOf(decoding: readonly Sequence[]): Map<number, number> {
+    const same =
+      decoding.length === this.decodeRuns.size && decoding.every((s) => this.decodeRuns.has(s.seq));
+    if (same) return this.decodeRuns;
+    const runs = new Map<number, number>();
+    if (decoding.length > 0) {
+      // Positions cached: the prompt and every token but the last, which this step feeds.
+      const pasts = decoding.map((s) => s.fed + s.generated.length - 1);
+      groupByPast(pasts, this.decodeRunCost).forEach((rows, run) => {
+        for (const row of rows) runs.set(decoding[row]!.seq, run);
+      });
+    }
+    return (this.decodeRuns = runs);
   }
 
   private emit(

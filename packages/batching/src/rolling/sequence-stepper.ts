@@ -62,6 +62,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       maxSequenceLength: this.decoder.maxSequenceLength,
       cacheBytesPerToken: this.decoder.cacheBytesPerToken,
       eosTokenId: this.tokenizer?.eosTokenId ?? this.decoder.eosTokenId,
+      decodeRunCost: this.decoder.decodeRunCost,
     };
   }
 
@@ -92,7 +93,10 @@ export class SequenceStepper<S = unknown> implements StepRunner {
     for (const i of now) fed[i]!.history.push(...request.entries[i]!.tokens);
     if (now.length > 0) {
       const outputs = await this.decoder.step(
-        now.map((i) => ({ state: fed[i]!.state, tokens: request.entries[i]!.tokens })),
+        now.map((i) => {
+          const { tokens, run } = request.entries[i]!;
+          return { state: fed[i]!.state, tokens, run };
+        }),
       );
       for (const [j, i] of now.entries()) {
         const sequence = fed[i]!;
@@ -132,6 +136,7 @@ export class SequenceStepper<S = unknown> implements StepRunner {
       logprobs,
       alternatives,
       hostMs,
+      decodeRunCost: this.decoder.decodeRunCost,
       ...(failures.length > 0 ? { failures } : {}),
     };
   }

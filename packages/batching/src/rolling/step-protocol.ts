@@ -31,6 +31,8 @@ export interface SequenceEntry {
   readonly tokens: readonly number[];
   /** Choose the next token after these (the prompt's last chunk, or a decoding step). */
   readonly sample: boolean;
+  /** The forward it is computed in: entries of one run share one (the loop's grouping). */
+  readonly run?: number | undefined;
 }
 
 export interface StepReply {
@@ -47,6 +49,8 @@ export interface StepReply {
   readonly alternatives?: readonly (TokenAlternatives | undefined)[];
   /** The step's time on the worker's thread. */
   readonly hostMs: number;
+  /** What one more decode run costs now, as the model learned it (StepDecoder.decodeRunCost). */
+  readonly decodeRunCost?: number | undefined;
   /**
    * Sequences that failed on their own in this step (a response format that cannot be
    * compiled, a token their grammar refuses): they are closed, and their entries' tokens are
@@ -72,6 +76,8 @@ export interface StepModelInfo {
   readonly maxSequenceLength: number;
   readonly cacheBytesPerToken: number;
   readonly eosTokenId: number | undefined;
+  /** What one more decode run costs, in padded positions; none: one run a step. */
+  readonly decodeRunCost?: number | undefined;
 }
 
 /** Runs steps where the model is (a step worker's thread, or this one in tests). */

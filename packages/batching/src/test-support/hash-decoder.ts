@@ -13,8 +13,16 @@ export interface HashState {
  */
 export class HashDecoder implements StepDecoder<HashState> {
   readonly cacheBytesPerToken = 8;
-  readonly steps: { sequences: number; tokens: number; prefillTokens: number }[] = [];
+  readonly steps: {
+    sequences: number;
+    tokens: number;
+    prefillTokens: number;
+    /** Each entry's run, its tokens and the positions its sequence had seen before. */
+    entries: { run: number | undefined; tokens: number; past: number }[];
+  }[] = [];
   openCount = 0;
+  /** What it tells the scheduler a decode run costs; none: one run a step. */
+  decodeRunCost: number | undefined;
 
   constructor(
     readonly vocabSize = 50,
@@ -33,6 +41,11 @@ export class HashDecoder implements StepDecoder<HashState> {
       sequences: entries.length,
       tokens: entries.reduce((n, e) => n + e.tokens.length, 0),
       prefillTokens: entries.reduce((n, e) => n + (e.tokens.length > 1 ? e.tokens.length : 0), 0),
+      entries: entries.map((e) => ({
+        run: e.run,
+        tokens: e.tokens.length,
+        past: e.state.seen.length,
+      })),
     });
     await new Promise((resolve) => setImmediate(resolve));
     return entries.map(({ state, tokens }) => {

@@ -15,6 +15,13 @@ export interface StepDecoder<S = unknown> {
   /** The token that ends a text, when the model says (Hugging Face `eos_token_id`). */
   readonly eosTokenId?: number | undefined;
   /**
+   * What one more decode run costs, in padded cache positions (rows × positions), for a
+   * decoder that pads the rows of a run to their longest past: the scheduler splits decoding
+   * rows into runs of similar past where padding them together would cost more (see
+   * groupByPast in `@kiln/batching`). Left out: every decode step is one run.
+   */
+  readonly decodeRunCost?: number | undefined;
+  /**
    * Fresh state for a new sequence: nothing seen yet. `sequence` says how its tokens are to be
    * chosen, for a decoder that chooses them itself.
    */
@@ -23,7 +30,8 @@ export interface StepDecoder<S = unknown> {
    * Feeds each entry's `tokens` after what its state has seen (a prompt chunk, or the last
    * generated token), extends its state, and answers for each entry, in entry order, the
    * logits of its last fed position — or the next token, when the model chose it itself.
-   * Entries must not repeat a state.
+   * Entries must not repeat a state. Entries of one `run` are computed together; the
+   * scheduler decides which (a decoder without runs computes all at once).
    */
   step(entries: readonly StepEntry<S>[]): Promise<readonly StepOutput[]>;
   /** Frees a sequence's state; it is not used again. */
@@ -47,4 +55,10 @@ export interface SequenceSettings {
 export interface StepEntry<S> {
   readonly state: S;
   readonly tokens: readonly number[];
+  /**
+   * The forward this entry is computed in: entries with the same number share one, as the
+   * scheduler grouped them. Left out: the decoder's own grouping (decoding rows together,
+   * prompt chunks together).
+   */
+  readonly run?: number | undefined;
 }

@@ -86,13 +86,10 @@ describe('KvBatchRunner', () => {
     expect(caches.mock.calls.length + residents.mock.calls.length).toBeGreaterThan(0);
   });
 
-  it('times its decode runs for learned run costs, and groups rows by the cost they say', async () => {
+  it('times its decode runs for the run cost it reports, and runs the rows in the runs given', async () => {
     const session = recordingSession();
-    // Never splits until it has seen runs; then what it learned: a run costs 4 positions.
     const costs = new DecodeRunCosts(Infinity);
     const observed = vi.spyOn(costs, 'observe');
-    let learned = false;
-    vi.spyOn(costs, 'runCost', 'get').mockImplementation(() => (learned ? 4 : Infinity));
     const runner = new KvBatchRunner(session.run, SIGNATURE, 512, costs);
     // Two young sequences (pasts 2, 3) and two old ones (40, 41).
     const lengths = new Map([
@@ -104,19 +101,26 @@ describe('KvBatchRunner', () => {
     await runner.step(
       [...lengths].map(([id, n]) => ({ id, tokens: Array.from({ length: n }, () => 7) })),
     );
+    // No runs given: the decode rows run as one.
     const before = session.runs.length;
     await runner.step([1, 2, 3, 4].map((id) => ({ id, tokens: [1] })));
     expect(session.runs.length - before).toBe(1);
     expect(observed).toHaveBeenCalledWith(4, 41, expect.any(Number));
     expect(runner.runCost).toBe(Infinity);
 
-    learned = true;
-    // Only a change of company regroups: one sequence leaves.
-    runner.release(4);
+    // The scheduler splits the young from the old: each run padded to its own longest past.
+    const split = [1, 2, 3, 4].map((id) => ({ id, tokens: [1], run: id <= 2 ? 0 : 1 }));
     const regrouped = session.runs.length;
-    await runner.step([1, 2, 3].map((id) => ({ id, tokens: [1] })));
+    await runner.step(split);
     expect(session.runs.length - regrouped).toBe(2);
     expect(observed).toHaveBeenCalledWith(2, 4, expect.any(Number));
-    expect(observed).toHaveBeenCalledWith(1, 41, expect.any(Number));
+    expect(observed).toHaveBeenCalledWith(2, 42, expect.any(Number));
+    // The same runs again run on their own tensors: nothing is gathered.
+    const caches = vi.spyOn(KvCache.prototype, 'gatherInto');
+    const residents = vi.spyOn(ResidentBatch.prototype, 'gatherInto');
+    await runner.step(split);
+    expect(caches).not.toHaveBeenCalled();
+    expect(residents).not.toHaveBeenCalled();
+    expect(observed).toHaveBeenCalledWith(2, 43, expect.any(Number));
   });
 });

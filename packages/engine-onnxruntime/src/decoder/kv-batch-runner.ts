@@ -1,7 +1,6 @@
 import { KilnError, KilnErrorCode, NDList, Tensor, fromFloat16BitsArray } from '@kiln/core';
 import { type CacheArray, type DecoderSignature, cacheArray } from './decoder-signature.js';
 import { KvCache } from './kv-cache.js';
-import { groupByPast } from './past-groups.js';
 import { ResidentBatch } from './resident-batch.js';
 import type { DecodeRunCosts } from './run-costs.js';
 
@@ -11,6 +10,11 @@ export type RunSession = (inputs: NDList) => Promise<NDList>;
 export interface KvStepEntry {
   readonly id: number;
   readonly tokens: readonly number[];
+  /**
+   * The run it is computed in, as the scheduler grouped the step (see groupByPast in
+   * `@kiln/batching`). Left out: one run for the decode rows, one for the prompt chunks.
+   */
+  readonly run?: number | undefined;
 }
 
 /**
@@ -21,11 +25,12 @@ export interface KvStepEntry {
  * and prefill chunks run as separate batches, so that a one-token decode is never padded to
  * a prompt chunk's length.
  *
- * Decode rows run in groups of similar past length (groupByPast, `runCost`), so a young
- * sequence is not padded to the oldest one's past when that costs more than another run.
- * Each group's caches stay in the tensors the session returned (a ResidentBatch) for as
- * long as the decode steps have the same sequences, so most decode steps copy no cache at
- * all; a change of company regroups and gathers again.
+ * Entries run as the scheduler grouped them (each entry's `run`): the rolling loop splits
+ * decode rows by past length where padding them together would cost more than another run,
+ * weighing `runCost`, which this runner learns from the decode runs it times. Each decode
+ * run's caches stay in the tensors the session returned (a ResidentBatch) for as long as the
+ * steps bring the same runs, so most decode steps copy no cache at all; other runs regroup
+ * and gather again.
  */
 export class KvBatchRunner {
   private readonly caches = new Map<number, KvCache>();
@@ -37,8 +42,8 @@ export class KvBatchRunner {
     readonly signature: DecoderSignature,
     readonly maxSequenceLength: number,
     /**
-     * What one more decode run costs, in padded cache positions (rows × positions); see
-     * groupByPast. A number holds; DecodeRunCosts learns it from the decode runs it times.
+     * What one more decode run costs, in padded cache positions (rows × positions), reported
+     * to the scheduler. A number holds; DecodeRunCosts learns it from the decode runs it times.
      * Infinity keeps every decode step one run.
      */
     private readonly runCosts: number | DecodeRunCosts = Infinity,
@@ -63,10 +68,6 @@ export class KvBatchRunner {
 
   /** Logits of each entry's last fed position, in entry order. */
   async step(entries: readonly KvStepEntry[]): Promise<Float32Array[]> {
-    const logits: Float32Array[] = new Array(entries.length);
-    const decode: number[] = [];
-    const prefill: number[] = [];
-    entries.forEach((e, i) => (e.tokens.length === 1 ? decode : prefill).push(i));
     for (const { tokens, id } of entries) {
       if (tokens.length === 0)
         throw new KilnError(KilnErrorCode.InvalidInput, 'a step entry has no tokens');
@@ -76,15 +77,18 @@ export class KvBatchRunner {
           `a sequence would exceed the model's ${this.maxSequenceLength} positions`,
         );
     }
+    const runs = runsOf(entries);
+    // Runs of one token a row decode on resident caches; the others append to their own.
+    const decode = runs.filter((run) => run.every((i) => entries[i]!.tokens.length === 1));
+    const prefill = runs.filter((run) => !decode.includes(run));
     // A prefill chunk appends to its sequence's own cache, so it must hold every position.
-    if (prefill.some((i) => this.residentOf.has(entries[i]!.id))) this.dissolveResidents();
-    if (decode.length > 0) {
-      const out = await this.runDecode(decode.map((i) => entries[i]!));
-      decode.forEach((i, j) => (logits[i] = out[j]!));
-    }
-    if (prefill.length > 0) {
-      const out = await this.runPrefill(prefill.map((i) => entries[i]!));
-      prefill.forEach((i, j) => (logits[i] = out[j]!));
+    if (prefill.some((run) => run.some((i) => this.residentOf.has(entries[i]!.id))))
+      this.dissolveResidents();
+    const logits: Float32Array[] = new Array(entries.length);
+    if (decode.length > 0) await this.runDecode(entries, decode, logits);
+    for (const run of prefill) {
+      const out = await this.runPrefill(run.map((i) => entries[i]!));
+      run.forEach((i, j) => (logits[i] = out[j]!));
     }
     return logits;
   }
@@ -115,15 +119,20 @@ export class KvBatchRunner {
     this.residentOf.clear();
   }
 
-  /** One token per sequence: on the resident groups when the company is the same. */
-  private async runDecode(entries: readonly KvStepEntry[]): Promise<Float32Array[]> {
+  /** One token per sequence, run by run: on the resident batches while the runs stay the same. */
+  private async runDecode(
+    entries: readonly KvStepEntry[],
+    runs: readonly (readonly number[])[],
+    logits: Float32Array[],
+  ): Promise<void> {
+    const ids = runs.map((run) => run.map((i) => entries[i]!.id));
+    if (!this.residentsAre(ids)) this.regroup(ids);
     const index = new Map(entries.map((e, i) => [e.id, i]));
-    const same =
-      this.residentOf.size === entries.length && entries.every((e) => this.residentOf.has(e.id));
-    if (!same) this.regroup(entries);
-    const logits: Float32Array[] = new Array(entries.length);
-    for (const resident of this.residents) {
-      const group = resident.ids.map((id) => entries[index.get(id)!]!);
+    for (const run of ids) {
+      const resident = this.residentOf.get(run[0]!)!;
+      // The resident batch's rows, in its own order.
+      const rows = resident.ids.map((id) => index.get(id)!);
+      const group = rows.map((i) => entries[i]!);
       const started = performance.now();
       const output = await this.runSession(
         group,
@@ -134,19 +143,28 @@ export class KvBatchRunner {
       if (typeof this.runCosts !== 'number')
         this.runCosts.observe(group.length, resident.past, performance.now() - started);
       resident.advance(this.presents(output));
-      this.logitsOf(output, group, 1).forEach((row, j) => (logits[index.get(group[j]!.id)!] = row));
+      this.logitsOf(output, group, 1).forEach((row, j) => (logits[rows[j]!] = row));
     }
-    return logits;
   }
 
-  /** Splits the decode rows into groups by past length and gathers each group's pasts. */
-  private regroup(entries: readonly KvStepEntry[]): void {
-    const ids = entries.map((e) => e.id);
-    const lengths = ids.map((id) => this.lengthOf(id));
+  /** Whether each run holds exactly the rows of one resident batch. */
+  private residentsAre(runs: readonly (readonly number[])[]): boolean {
+    if (runs.length !== this.residents.length) return false;
+    return runs.every((ids) => {
+      const resident = this.residentOf.get(ids[0]!);
+      return (
+        resident !== undefined &&
+        resident.ids.length === ids.length &&
+        ids.every((id) => this.residentOf.get(id) === resident)
+      );
+    });
+  }
+
+  /** Gathers each run's pasts into a resident batch of its own. */
+  private regroup(runs: readonly (readonly number[])[]): void {
     const { heads, headSize } = this.signature;
-    const groups = groupByPast(lengths, this.runCost).map((rows) => {
-      const groupIds = rows.map((r) => ids[r]!);
-      const groupLengths = rows.map((r) => lengths[r]!);
+    const groups = runs.map((groupIds) => {
+      const groupLengths = groupIds.map((id) => this.lengthOf(id));
       const past = Math.max(...groupLengths);
       return new ResidentBatch(
         groupIds,
@@ -157,6 +175,7 @@ export class KvBatchRunner {
         headSize,
       );
     });
+    const ids = runs.flat();
     // Those who left the decode rows take their positions along; the others are gathered.
     this.dissolveResidents(new Set(ids));
     for (const id of ids) this.cache(id).clear();
@@ -282,4 +301,19 @@ export class KvBatchRunner {
         : (logits as Float32Array).slice(at, at + vocabSize);
     });
   }
+}
+
+/**
+ * A step's entries as runs of indexes, in order of first appearance: by each entry's `run`,
+ * or, where left out, one run for the decode rows (one token) and one for the prompt chunks.
+ */
+function runsOf(entries: readonly KvStepEntry[]): number[][] {
+  const runs = new Map<number | 'decode' | 'prefill', number[]>();
+  entries.forEach(({ run, tokens }, i) => {
+    const key = run ?? (tokens.length === 1 ? 'decode' : 'prefill');
+    const indexes = runs.get(key);
+    if (indexes) indexes.push(i);
+    else runs.set(key, [i]);
+  });
+  return [...runs.values()];
 }

@@ -102,16 +102,14 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     decoder.release(probe);
   });
 
-  it('keeps each sequence exact while the decode batch changes company, in one run or in groups by past', async () => {
+  it('keeps each sequence exact while the decode batch changes company, in one run or in the runs given', async () => {
     // Same company for several steps (the batch's own tensors), then one leaves, one joins
-    // and one prefills beside the decodes. decodeRunCost 1 splits rows of unequal pasts.
+    // and one prefills beside the decodes. Grouped, even and odd sequences decode in runs of
+    // their own, as a scheduler splitting by past may ask.
     const prompts = [tokens(3, 1), tokens(17, 2), tokens(9, 4), tokens(30, 6)];
     const feeds = (i: number, n: number) => [prompts[i]!, ...tokens(n, i + 10).map((t) => [t])];
     const alone = await Promise.all([0, 1, 2, 3].map(async (i) => feedAlone(feeds(i, 12))));
-    const grouped = await loadOrtStepDecoder(model.dir, {
-      session: { intraOpNumThreads: 1 },
-      decodeRunCost: 1,
-    });
+    const grouped = await loadOrtStepDecoder(model.dir, { session: { intraOpNumThreads: 1 } });
     try {
       for (const d of [decoder, grouped]) {
         const states = prompts.map(() => d.open());
@@ -119,7 +117,11 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
         const fed = [0, 0, 0, 0];
         const step = async (members: number[]) => {
           const out = await d.step(
-            members.map((i) => ({ state: states[i]!, tokens: feeds(i, 12)[fed[i]!]! })),
+            members.map((i) => ({
+              state: states[i]!,
+              tokens: feeds(i, 12)[fed[i]!]!,
+              ...(d === grouped ? { run: fed[i] === 0 ? 2 : i % 2 } : {}),
+            })),
           );
           members.forEach((i, j) => {
             got[i]!.push(out[j]!);

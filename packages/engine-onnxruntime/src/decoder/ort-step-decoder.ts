@@ -11,8 +11,7 @@ import {
   readDecoderSignature,
 } from './decoder-signature.js';
 import { KvBatchRunner } from './kv-batch-runner.js';
-import { decodeRunCost } from './past-groups.js';
-import { DecodeRunCosts } from './run-costs.js';
+import { DecodeRunCosts, decodeRunCost } from './run-costs.js';
 
 /** What a decoder's folder and file do not say, or what overrides it. */
 export interface DecoderLimits {
@@ -22,8 +21,9 @@ export interface DecoderLimits {
    */
   readonly maxSequenceLength?: number;
   /**
-   * What one more decode run costs, in padded cache positions (rows × positions): decode
-   * rows run in groups of similar past length where padding them together would cost more.
+   * What one more decode run costs, in padded cache positions (rows × positions): the rolling
+   * loop runs decode rows in groups of similar past length where padding them together would
+   * cost more.
    * Default: learned from the decode runs' own times (DecodeRunCosts), estimated from the model
    * file's size and the cache's width until they say; Infinity keeps every decode step one run.
    */
@@ -104,7 +104,10 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
     );
   }
 
-  /** What one more decode run is taken to cost now, in padded positions (see decodeRunCost). */
+  /**
+   * What one more decode run is taken to cost now, in padded positions (see DecoderLimits'
+   * decodeRunCost): the rolling loop weighs it when it groups decode rows.
+   */
   get decodeRunCost(): number {
     return this.batches.runCost;
   }
@@ -162,7 +165,7 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
     let rows: Float32Array[];
     try {
       rows = await this.batches.step(
-        entries.map(({ state, tokens }) => ({ id: state.id, tokens })),
+        entries.map(({ state, tokens, run }) => ({ id: state.id, tokens, run })),
       );
     } catch (error) {
       // A failed step leaves its sequences' caches unusable; the owner retires them.

@@ -1,5 +1,5 @@
 /**
- * Learns what a decode run costs from the runs themselves, for groupByPast. A run of `rows`
+ * Learns what a decode run costs from the runs themselves, for the rolling loop's groupByPast (`@kiln/batching`). A run of `rows`
  * sequences padded to `past` positions takes about
  *
  *   fixed + perRow × rows + perPosition × rows × (past + 1)
@@ -64,4 +64,15 @@ export class DecodeRunCosts {
     // Under one position a run would be free: a fit of noise, not of the model.
     return Math.max(1, fixed / perPosition);
   }
+}
+
+/**
+ * A decode run's fixed cost in padded positions, estimated from the model's size: a run
+ * reads every weight once, a padded position about three times its keys and values (the
+ * cache concat's read and write, attention's read). On the trained tiny GPT this gives
+ * about 390, where its measured run floor is 250–300 positions' worth (step-profile.ts);
+ * on a model whose weights dwarf its cache it never splits.
+ */
+export function decodeRunCost(weightBytes: number, cacheBytesPerToken: number): number {
+  return weightBytes / (3 * cacheBytesPerToken);
 }

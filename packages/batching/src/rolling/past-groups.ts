@@ -1,5 +1,6 @@
 /**
- * Splits a decode batch into runs of similar past length. A run pads every row to its
+ * Splits a step's decoding rows into runs of similar past length (the rolling loop's choice,
+ * handed to the decoder as each entry's `run`). A run pads every row to its
  * longest past, and reading the padded caches is what a step of a small model costs; each
  * extra run costs a fixed `runCost` (weights read again, per-run overhead), counted in the
  * same unit as padded positions (rows × positions). Sorting by length and cutting where it
@@ -27,15 +28,4 @@ export function groupByPast(lengths: readonly number[], runCost: number): number
   const groups: number[][] = [];
   for (let j = n; j > 0; j = cut[j]!) groups.unshift(order.slice(cut[j]!, j));
   return groups;
-}
-
-/**
- * A decode run's fixed cost in padded positions, estimated from the model's size: a run
- * reads every weight once, a padded position about three times its keys and values (the
- * cache concat's read and write, attention's read). On the trained tiny GPT this gives
- * about 390, where its measured run floor is 250–300 positions' worth (step-profile.ts);
- * on a model whose weights dwarf its cache it never splits.
- */
-export function decodeRunCost(weightBytes: number, cacheBytesPerToken: number): number {
-  return weightBytes / (3 * cacheBytesPerToken);
 }
