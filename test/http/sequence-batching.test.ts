@@ -118,6 +118,64 @@ describe('sequence batching from serving.properties over HTTP', () => {
     expect(seen.every((b) => b.forwards === b.batchSize)).toBe(true);
   });
 
+  it('makes each batch of one declared shape by default, over npy and binary v2: one forward a batch', async () => {
+    const seen = batches.get('stacked')!;
+    const v2 = async (i: number, n: number) => {
+      const header = Buffer.from(
+        JSON.stringify({
+          inputs: [
+            {
+              name: 'x',
+              datatype: 'FP32',
+              shape: [1, n],
+              parameters: { binary_data_size: n * 4 },
+            },
+          ],
+          outputs: [{ name: 'y' }],
+        }),
+      );
+      const data = row(i, n);
+      const response = await fetch(`${server.inference}/v2/models/stacked/infer`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/octet-stream',
+          'inference-header-content-length': String(header.length),
+        },
+        body: Buffer.concat([header, Buffer.from(data.buffer)]),
+      });
+      const body = (await response.json()) as { outputs: { shape: number[]; data: number[] }[] };
+      return { status: response.status, output: body.outputs[0] };
+    };
+    for (const protocol of ['npy', 'v2'] as const) {
+      seen.length = 0;
+      // Two lengths, interleaved: stacked, they can share no batch with each other.
+      const lengths = Array.from({ length: 16 }, (_, i) => (i % 2 ? 5 : 9));
+      const answers = await Promise.all(
+        lengths.map(async (n, i) =>
+          protocol === 'npy'
+            ? ask('stacked', i, n).then(({ status, body }) => ({
+                status,
+                output: (body as { shape: number[]; data: number[] }[])[0],
+              }))
+            : v2(i, n),
+        ),
+      );
+      for (const [i, n] of lengths.entries()) {
+        expect(answers[i]!.status, protocol).toBe(200);
+        expect(answers[i]!.output).toMatchObject({ shape: [1, n], data: [...row(i, n)] });
+      }
+      // The queue kept the lengths apart: no batch was parted again on the worker.
+      expect(
+        seen.some((b) => b.batchSize > 1),
+        protocol,
+      ).toBe(true);
+      expect(
+        seen.map((b) => b.forwards),
+        protocol,
+      ).toEqual(seen.map(() => 1));
+    }
+  });
+
   it('fails the load of a model whose batching settings are invalid, saying why', async () => {
     const error = async (name: string) => {
       const { body } = await jsonOf(await server.manage(`/models/${name}`));

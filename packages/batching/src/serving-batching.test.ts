@@ -9,7 +9,12 @@ import {
 } from '@kiln/core';
 import { BucketBatchifier } from './bucket-batchifier.js';
 import { PadBatchifier } from './pad-batchifier.js';
-import { batchifierFor, servingBucketOf } from './serving-batching.js';
+import {
+  batchifierFor,
+  declaredLayout,
+  servingBatchKeyOf,
+  servingBucketOf,
+} from './serving-batching.js';
 
 const ids = (n: number, name = 'ids') =>
   new Tensor(
@@ -66,5 +71,72 @@ describe('servingBucketOf', () => {
 
   it('is only for batchifier=bucket', () => {
     expect(servingBucketOf(sequenceBatchingFrom({ batchifier: 'pad' })!)).toBeUndefined();
+  });
+});
+
+/** A binary v2 request: its JSON header, then the tensors' bytes. */
+function v2Request(inputs: unknown[], headerLength?: number) {
+  const header = new TextEncoder().encode(JSON.stringify({ inputs }));
+  const body = new Uint8Array(header.length + 64);
+  body.set(header);
+  return {
+    body,
+    v2: { headerLength: String(headerLength ?? header.length), model: 'm', version: '' },
+  };
+}
+
+describe('servingBatchKeyOf', () => {
+  const stack = servingBatchKeyOf(undefined)!;
+  const x = (shape: number[], datatype = 'FP32') => ({ name: 'x', datatype, shape });
+
+  it('keys requests by what must match to stack: name, dtype and every axis but the batch axis', () => {
+    const npy = (n: number, rows = 1) =>
+      stack({ body: encodeNpy(new Tensor('float32', new Float32Array(rows * n), [rows, n])) });
+    expect(npy(4)).toBe(npy(4, 3));
+    expect(npy(4)).not.toBe(npy(5));
+    expect(stack(v2Request([x([1, 4])]))).toBe(stack(v2Request([x([8, 4])])));
+    expect(stack(v2Request([x([1, 4])]))).not.toBe(stack(v2Request([x([1, 4], 'INT64')])));
+    // The same tensor declared by .npy parts, carried tensors and a v2 header: one key.
+    const carried = stack({ tensors: NDList.of(ids(4, 'x')) });
+    expect(carried).toBe(stack(v2Request([x([2, 4])])));
+    expect(stack({ parts: [{ name: 'x', data: encodeNpy(ids(4)), contentType: undefined }] })).toBe(
+      carried,
+    );
+  });
+
+  it('leaves padded axes out under batchifier=pad, and keys by length bucket under bucket', () => {
+    const pad = servingBatchKeyOf(sequenceBatchingFrom({ batchifier: 'pad' })!)!;
+    expect(pad({ tensors: NDList.of(ids(3)) })).toBe(pad({ tensors: NDList.of(ids(30)) }));
+    const bucket = servingBatchKeyOf(
+      sequenceBatchingFrom({ batchifier: 'bucket', bucket_boundaries: '4,8' })!,
+    )!;
+    expect(bucket({ tensors: NDList.of(ids(3)) })).toBe(4);
+    expect(servingBatchKeyOf(sequenceBatchingFrom({ batchifier: 'none' })!)).toBeUndefined();
+  });
+
+  it('declares nothing for what it cannot read cheaply or what does not parse', () => {
+    const text = new TextEncoder();
+    expect(declaredLayout({ body: text.encode('[[1, 2, 3]]') })).toBeUndefined();
+    expect(declaredLayout({ body: new Uint8Array([0xff, 0xd8, 0xff]) })).toBeUndefined();
+    // v2: all JSON, a gRPC message, a header length past the body, a header that is no v2.
+    expect(
+      declaredLayout({
+        body: text.encode('{}'),
+        v2: { headerLength: undefined, model: 'm', version: '' },
+      }),
+    ).toBeUndefined();
+    const grpc = v2Request([x([1, 4])]);
+    expect(declaredLayout({ ...grpc, v2: { ...grpc.v2, grpc: true } })).toBeUndefined();
+    expect(declaredLayout(v2Request([x([1, 4])], 10_000))).toBeUndefined();
+    expect(declaredLayout(v2Request([x([1, 4])], 3))).toBeUndefined();
+    expect(
+      declaredLayout(v2Request([{ name: 'x', datatype: 'FP99', shape: [1] }])),
+    ).toBeUndefined();
+    expect(
+      declaredLayout(v2Request([{ name: 'x', datatype: 'FP32', shape: [-1] }])),
+    ).toBeUndefined();
+    expect(declaredLayout(v2Request([x([1, 4])]))).toEqual([
+      { name: 'x', dtype: 'float32', shape: [1, 4] },
+    ]);
   });
 });

@@ -3,6 +3,8 @@ import {
   type SequenceBatching,
   type ServingInput,
   StackBatchifier,
+  fromV2DType,
+  npyLayout,
   npyShape,
   npzShape,
 } from '@kiln/core';
@@ -69,4 +71,109 @@ export function servingBucketOf(
     }
     return length === undefined ? undefined : bucket(length);
   };
+}
+
+/**
+ * A queue's `bucketOf` that decides batch makeup where the requests arrive: only requests
+ * whose tensors can share one batch under the model's batchifier go together. A request's
+ * key is the layout it declares (declaredLayout): each tensor's name, dtype, rank and every
+ * axis but the batch axis, padded axes left out (`batchifier=pad`); its length bucket under
+ * `batchifier=bucket`. Requests that declare no layout before decoding (images, JSON) share
+ * the key `undefined`; for them the worker's Predictor still parts what cannot share a batch.
+ * Undefined for `batchifier=none`, where nothing is batched.
+ */
+export function servingBatchKeyOf(
+  settings: SequenceBatching | undefined,
+): ((input: ServingInput) => BucketKey | undefined) | undefined {
+  if (settings?.batchifier === 'bucket') return servingBucketOf(settings);
+  if (settings?.batchifier === 'none') return undefined;
+  const padded = settings?.batchifier === 'pad' ? (settings.padAxes ?? 'all') : undefined;
+  return (input) => {
+    const layout = declaredLayout(input);
+    return layout && layoutKey(layout, padded);
+  };
+}
+
+/** A tensor as a request declares it, before it is decoded. */
+export interface DeclaredTensor {
+  readonly name: string | undefined;
+  /** Kiln's dtype (`float32`, `string`…), whatever the wire format calls it. */
+  readonly dtype: string;
+  readonly shape: readonly number[];
+}
+
+/** Largest v2 JSON header read on the calling thread; larger ones are left to the worker. */
+const MAX_DECLARED_V2_HEADER = 16 * 1024;
+
+/**
+ * The tensors a request declares, read where that is cheap on the calling thread: tensors it
+ * already carries, the header of a .npy body or of .npy parts of a multipart request, and the
+ * JSON header of a binary v2 request. Undefined for anything else (images, JSON, npz, gRPC
+ * messages, v2 bodies all JSON) and for headers that do not parse: the worker's decoder
+ * answers for those.
+ */
+export function declaredLayout(input: ServingInput): DeclaredTensor[] | undefined {
+  if (input.tensors)
+    return input.tensors.tensors.map(({ name, dtype, shape }) => ({ name, dtype, shape }));
+  if (input.parts) {
+    const layout: DeclaredTensor[] = [];
+    for (const part of input.parts) {
+      const declared = npyLayout(part.data);
+      if (!declared) return undefined;
+      layout.push({ name: part.name, ...declared });
+    }
+    return layout;
+  }
+  const { body, v2 } = input;
+  if (!body) return undefined;
+  if (!v2) {
+    const declared = npyLayout(body);
+    return declared && [{ name: undefined, ...declared }];
+  }
+  return v2.grpc ? undefined : v2HeaderLayout(body, v2.headerLength);
+}
+
+/** The inputs a binary v2 request's JSON header declares. */
+function v2HeaderLayout(
+  body: Uint8Array,
+  headerLength: string | undefined,
+): DeclaredTensor[] | undefined {
+  const length = Number(headerLength);
+  if (!Number.isInteger(length) || length <= 0 || length > body.length) return undefined;
+  if (length > MAX_DECLARED_V2_HEADER) return undefined;
+  try {
+    const header: unknown = JSON.parse(
+      Buffer.from(body.buffer, body.byteOffset, length).toString(),
+    );
+    const inputs = (header as { inputs?: unknown }).inputs;
+    if (!Array.isArray(inputs)) return undefined;
+    return inputs.map((item: unknown) => {
+      const { name, datatype, shape } = item as {
+        name: unknown;
+        datatype: unknown;
+        shape: unknown;
+      };
+      if (typeof name !== 'string' || typeof datatype !== 'string' || !Array.isArray(shape))
+        throw new Error('not a v2 input');
+      if (!shape.every((d) => Number.isInteger(d) && d >= 0)) throw new Error('not a shape');
+      return { name, dtype: fromV2DType(datatype), shape: shape as number[] };
+    });
+  } catch {
+    return undefined;
+  }
+}
+
+/** What must match for tensors to share a batch: all but the batch axis and padded axes. */
+function layoutKey(
+  layout: readonly DeclaredTensor[],
+  padded: readonly number[] | 'all' | undefined,
+) {
+  return layout
+    .map(({ name = '', dtype, shape }) => {
+      const axes = shape.map((size, axis) =>
+        axis === 0 || padded === 'all' || padded?.includes(axis) ? '*' : size,
+      );
+      return `${name}:${dtype}:${axes.join(',')}`;
+    })
+    .join(';');
 }

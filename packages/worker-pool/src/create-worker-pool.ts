@@ -1,4 +1,4 @@
-import { type BucketKey, type Clock, servingBucketOf } from '@kiln/batching';
+import { type BucketKey, type Clock, servingBatchKeyOf } from '@kiln/batching';
 import {
   CPU,
   type Device,
@@ -92,9 +92,12 @@ export async function createWorkerPool<I, O>(
   }
   const properties =
     planned.kind === 'shared' ? planned.model.properties : planned.recipe.load.request.properties;
-  // serving.properties' batchifier=bucket: the queue gives each length bucket its own batches.
+  // Batch makeup is the queue's: requests go together only when their declared tensors can
+  // share a batch under the model's batchifier (a length bucket with batchifier=bucket).
   const sequences = sequenceBatchingFrom(properties.raw);
-  const bucketOf = options.bucketOf ?? (sequences && servingBucketOf(sequences));
+  const bucketOf =
+    options.bucketOf ??
+    (planned.workerKind === 'forward' ? servingBatchKeyOf(sequences) : undefined);
   const recipeOptions = bucketOf ? { ...options, bucketOf } : options;
   if (planned.kind === 'shared') {
     const { model, translator } = planned;

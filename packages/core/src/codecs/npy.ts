@@ -120,9 +120,19 @@ export function decodeNpy(bytes: Uint8Array, name?: string): AnyTensor {
  * bucket requests by); undefined when the bytes are no valid .npy header.
  */
 export function npyShape(bytes: Uint8Array): number[] | undefined {
+  return npyLayout(bytes)?.shape;
+}
+
+/**
+ * The dtype and shape a .npy file declares, from its header alone: what the decoded tensor
+ * will be (text arrays decode to `string`); undefined when the bytes are no valid .npy header.
+ */
+export function npyLayout(bytes: Uint8Array): { dtype: DType; shape: number[] } | undefined {
   if (!NPY_MAGIC.every((byte, i) => bytes[i] === byte)) return undefined;
   try {
-    return checkedShape(readHeader(new ByteReader(bytes, FORMAT)).shape, FORMAT).shape.slice();
+    const header = readHeader(new ByteReader(bytes, FORMAT));
+    const shape = checkedShape(header.shape, FORMAT).shape.slice();
+    return { dtype: header.type.kind === 'numeric' ? header.type.dtype : 'string', shape };
   } catch {
     return undefined;
   }

@@ -158,7 +158,12 @@ export class Predictor<I, O> {
     );
   }
 
-  /** Splits prepared inputs into runs that the batchifier accepts together, in order. */
+  /**
+   * Splits prepared inputs into runs that the batchifier accepts together, in order. A
+   * server's queue already makes each batch of one declared layout (servingBatchKeyOf in
+   * `@kiln/batching`), so this parts only inputs whose layout their translator first made
+   * (images, JSON), or callers that batch by hand.
+   */
   private groups(prepared: { index: number; list: NDList }[]): { index: number; list: NDList }[][] {
     const batchifier = this.translator.batchifier;
     if (!batchifier) return prepared.map((p) => [p]);
