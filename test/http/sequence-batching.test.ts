@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NDList, Tensor, encodeNpy, encodeNpz } from '@kiln/core';
 import { GraphBuilder, attr, writeModelFolder } from '@kiln/model-tools';
 import type { BatchMetrics } from '@kiln/worker-pool';
+import { v2GrpcClient } from '../support/grpc-client.js';
 import { jsonOf, startTestServer, tempDir, type TestServer } from '../support/server-harness.js';
 
 /** `x` float32 [batch, seq] → `y` = x [batch, seq], `total` = Σ x over seq [batch]. */
@@ -51,7 +52,7 @@ describe('sequence batching from serving.properties over HTTP', () => {
       `stray=${await model('stray', 'pad_value=0\n')}`,
       `noinput=${await model('noinput', 'batchifier=bucket\nbucket_by=ids\n')}`,
     ];
-    server = await startTestServer({ models: models });
+    server = await startTestServer({ models: models, config: { grpc_address: '127.0.0.1:0' } });
     await server.settled();
     for (const entry of server.server.models.list()) {
       const seen: BatchMetrics[] = [];
@@ -118,7 +119,7 @@ describe('sequence batching from serving.properties over HTTP', () => {
     expect(seen.every((b) => b.forwards === b.batchSize)).toBe(true);
   });
 
-  it('makes each batch of one declared shape by default, over npy and binary v2: one forward a batch', async () => {
+  it('makes each batch of one declared shape by default, over npy, binary v2 and gRPC: one forward a batch', async () => {
     const seen = batches.get('stacked')!;
     const v2 = async (i: number, n: number) => {
       const header = Buffer.from(
@@ -146,7 +147,25 @@ describe('sequence batching from serving.properties over HTTP', () => {
       const body = (await response.json()) as { outputs: { shape: number[]; data: number[] }[] };
       return { status: response.status, output: body.outputs[0] };
     };
-    for (const protocol of ['npy', 'v2'] as const) {
+    const grpc = v2GrpcClient(server.server.urls.grpc!);
+    const overGrpc = async (i: number, n: number) => {
+      const answer = await grpc.call<{
+        outputs: { shape: string[] }[];
+        raw_output_contents: Buffer[];
+      }>('ModelInfer', {
+        model_name: 'stacked',
+        inputs: [{ name: 'x', datatype: 'FP32', shape: [1, n] }],
+        outputs: [{ name: 'y' }],
+        raw_input_contents: [Buffer.from(row(i, n).buffer)],
+      });
+      const raw = answer.raw_output_contents[0]!;
+      const data = new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.length));
+      return {
+        status: 200,
+        output: { shape: answer.outputs[0]!.shape.map(Number), data: [...data] },
+      };
+    };
+    for (const protocol of ['npy', 'v2', 'grpc'] as const) {
       seen.length = 0;
       // Two lengths, interleaved: stacked, they can share no batch with each other.
       const lengths = Array.from({ length: 16 }, (_, i) => (i % 2 ? 5 : 9));
@@ -157,7 +176,9 @@ describe('sequence batching from serving.properties over HTTP', () => {
                 status,
                 output: (body as { shape: number[]; data: number[] }[])[0],
               }))
-            : v2(i, n),
+            : protocol === 'v2'
+              ? v2(i, n)
+              : overGrpc(i, n),
         ),
       );
       for (const [i, n] of lengths.entries()) {
@@ -174,6 +195,7 @@ describe('sequence batching from serving.properties over HTTP', () => {
         protocol,
       ).toEqual(seen.map(() => 1));
     }
+    grpc.close();
   });
 
   it('fails the load of a model whose batching settings are invalid, saying why', async () => {

@@ -4,6 +4,7 @@ import {
   type ServingInput,
   StackBatchifier,
   fromV2DType,
+  grpcInferLayout,
   npyLayout,
   npyShape,
   npzShape,
@@ -107,10 +108,10 @@ const MAX_DECLARED_V2_HEADER = 16 * 1024;
 
 /**
  * The tensors a request declares, read where that is cheap on the calling thread: tensors it
- * already carries, the header of a .npy body or of .npy parts of a multipart request, and the
- * JSON header of a binary v2 request. Undefined for anything else (images, JSON, npz, gRPC
- * messages, v2 bodies all JSON) and for headers that do not parse: the worker's decoder
- * answers for those.
+ * already carries, the header of a .npy body or of .npy parts of a multipart request, the
+ * JSON header of a binary v2 request, and the inputs' names, datatypes and shapes of a gRPC
+ * ModelInferRequest (its contents skipped). Undefined for anything else (images, JSON, npz, v2
+ * bodies all JSON) and for headers that do not parse: the worker's decoder answers for those.
  */
 export function declaredLayout(input: ServingInput): DeclaredTensor[] | undefined {
   if (input.tensors)
@@ -130,7 +131,16 @@ export function declaredLayout(input: ServingInput): DeclaredTensor[] | undefine
     const declared = npyLayout(body);
     return declared && [{ name: undefined, ...declared }];
   }
-  return v2.grpc ? undefined : v2HeaderLayout(body, v2.headerLength);
+  if (!v2.grpc) return v2HeaderLayout(body, v2.headerLength);
+  try {
+    return grpcInferLayout(body)?.map(({ name, datatype, shape }) => ({
+      name,
+      dtype: fromV2DType(datatype),
+      shape,
+    }));
+  } catch {
+    return undefined;
+  }
 }
 
 /** The inputs a binary v2 request's JSON header declares. */

@@ -95,6 +95,31 @@ export function grpcInferTarget(message: Uint8Array): { model: string; version: 
 }
 
 /**
+ * The inputs a ModelInferRequest declares (name, v2 datatype, shape), read without decoding
+ * their contents: cheap enough for a queue to key the request by where it arrives. Undefined
+ * for bytes that are no such message or an input without a name or valid shape.
+ */
+export function grpcInferLayout(
+  message: Uint8Array,
+): { name: string; datatype: string; shape: number[] }[] | undefined {
+  try {
+    const reader = new WireReader(message);
+    const inputs: { name: string; datatype: string; shape: number[] }[] = [];
+    while (!reader.done) {
+      const { field, wire } = reader.tag();
+      if (field === 5) {
+        reader.expect(wire, LEN, 'an input');
+        const spec = readInput(reader.message(), false);
+        inputs.push({ name: spec.name, datatype: spec.datatype, shape: shapeOf(spec) });
+      } else reader.skip(wire);
+    }
+    return inputs;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * A ModelInferRequest's tensors. Either every input travels in `raw_input_contents` (one entry
  * each, in order, viewed in place when aligned), or every input carries typed `contents`, as
  * Triton requires.
@@ -142,7 +167,7 @@ function readRequest(message: Uint8Array) {
   return { id, specs, outputs, raw };
 }
 
-function readInput(reader: WireReader): InputSpec {
+function readInput(reader: WireReader, withContents = true): InputSpec {
   const spec: InputSpec = { name: '', datatype: '', shape: [], contents: undefined };
   while (!reader.done) {
     const { field, wire } = reader.tag();
@@ -151,7 +176,7 @@ function readInput(reader: WireReader): InputSpec {
       spec[field === 1 ? 'name' : 'datatype'] = reader.string();
     } else if (field === 3) {
       reader.repeated(wire, VARINT, (r) => BigInt.asIntN(64, r.varint()), spec.shape);
-    } else if (field === 5) {
+    } else if (field === 5 && withContents) {
       reader.expect(wire, LEN, 'input contents');
       spec.contents = readContents(reader.message(), spec.contents ?? {});
     } else reader.skip(wire);
