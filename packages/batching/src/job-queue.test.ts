@@ -414,6 +414,18 @@ describe('JobQueue buckets', () => {
     expect(inputs(await second)).toEqual(['b1']);
   });
 
+  it('waits out no delay for its bucket while jobs of other buckets are queued', async () => {
+    const { queue } = setup({ bucketOf: (s: string) => s[0] });
+    for (const x of ['a1', 'b1', 'a2']) queue.submit(x);
+    expect(inputs(await queue.takeBatch({ maxSize: 4, maxDelayMs: 100 }))).toEqual(['a1', 'a2']);
+    // The last bucket left waits for more of its own, as any batch does.
+    const last = queue.takeBatch({ maxSize: 4, maxDelayMs: 100 });
+    expect((await inspect(last)).state).toBe('pending');
+    queue.submit('b2');
+    queue.close();
+    expect(inputs(await last)).toEqual(['b1', 'b2']);
+  });
+
   it('fails the submit with INVALID_INPUT when bucketOf throws', async () => {
     const { queue } = setup({
       bucketOf: () => {

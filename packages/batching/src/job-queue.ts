@@ -61,8 +61,10 @@ interface Consumer<I, O> {
 /**
  * A bounded FIFO of jobs that workers drain in batches, with DJL's aggregation rule: a
  * consumer waits for a first job, takes up to `maxSize` queued jobs at once, then waits only
- * for what is left of `maxDelayMs` for more — less when a job arrives for an idle consumer.
- * Each job goes to exactly one consumer, and jobs of a bucket are handed out in order.
+ * for what is left of `maxDelayMs` for more — less when a job arrives for an idle consumer,
+ * and not at all when jobs of other buckets are queued as it starts (they would wait out the
+ * delay too). Each job goes to exactly one consumer, and jobs of a bucket are handed out in
+ * order.
  *
  * Accepted jobs are either queued (in the global order list and their bucket's list) or held
  * by one consumer that is gathering a batch. Two invariants keep routing O(1) per job: while a
@@ -403,7 +405,14 @@ export class JobQueue<I, O> {
       this.hold(consumer, job);
       if (consumer.jobs.length >= consumer.maxSize) break;
     }
-    if (consumer.jobs.length >= consumer.maxSize || consumer.maxDelayMs <= 0 || this.closeError) {
+    // Jobs of other buckets left queued would wait out this batch's delay: it leaves now.
+    const othersWait = this.queued.size > 0;
+    if (
+      consumer.jobs.length >= consumer.maxSize ||
+      consumer.maxDelayMs <= 0 ||
+      othersWait ||
+      this.closeError
+    ) {
       this.finish(consumer);
       return;
     }
