@@ -35,6 +35,8 @@ export function runPythonLoad(options: {
   durationMs: number;
   stubs: string;
   input: Buffer;
+  /** Told the client process's CPU seconds (all its threads) and the requests it made. */
+  onClientCpu?: (cpuSeconds: number, requests: number) => void;
 }): Promise<number> {
   return new Promise((resolve, reject) => {
     const child = spawn(PYTHON, [
@@ -57,9 +59,11 @@ export function runPythonLoad(options: {
         requests: number;
         errors: number;
         seconds: number;
+        cpu_seconds: number;
       };
       if (result.errors > 0)
         return reject(new Error(`${options.mode}: ${result.errors} failed requests`));
+      options.onClientCpu?.(result.cpu_seconds, result.requests);
       resolve(result.requests / result.seconds);
     });
     child.stdin.end(options.input);

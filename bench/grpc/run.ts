@@ -81,7 +81,10 @@ try {
       durationMs,
       stubs: stubs!,
       input: Buffer.from(input.data.buffer),
+      onClientCpu: (cpuSeconds, requests) => (clientCpu.last = { cpuSeconds, requests }),
     });
+  /** The Python client's CPU in the pass that ran last. */
+  const clientCpu: { last?: { cpuSeconds: number; requests: number } | undefined } = {};
   const node = {
     http: async (durationMs: number) => {
       const result = await runLoad({
@@ -112,10 +115,34 @@ try {
       ? { http: (ms: number) => python('http', ms), grpc: (ms: number) => python('grpc', ms) }
       : node;
   const durationOf = (round: number) => (round < 0 ? 2000 : seconds * 1000);
+  // The server's CPU a request, each protocol's rounds together: its main thread (where each
+  // protocol's own work runs) and the whole process (inference included).
+  // The Python client's too: it shares the machine's cores with the server.
+  const cpu = {
+    grpc: { main: 0, all: 0, requests: 0, client: 0, clientRequests: 0 },
+    http: { main: 0, all: 0, requests: 0, client: 0, clientRequests: 0 },
+  };
+  const timed = async (kind: 'grpc' | 'http', round: number) => {
+    const before = serverCpu(server.pid);
+    const throughput = await measure[kind](durationOf(round));
+    const after = serverCpu(server.pid);
+    if (round >= 0 && before && after) {
+      cpu[kind].main += after.mainNs - before.mainNs;
+      cpu[kind].all += after.processNs - before.processNs;
+      cpu[kind].requests += throughput * seconds;
+    }
+    const client = clientCpu.last;
+    clientCpu.last = undefined;
+    if (round >= 0 && client) {
+      cpu[kind].client += client.cpuSeconds * 1e9;
+      cpu[kind].clientRequests += client.requests;
+    }
+    return throughput;
+  };
   const figures = await alternateRounds(
     [
-      { name: 'grpc ModelInfer', measure: (round) => measure.grpc(durationOf(round)) },
-      { name: 'http v2 binary', measure: (round) => measure.http(durationOf(round)) },
+      { name: 'grpc ModelInfer', measure: (round) => timed('grpc', round) },
+      { name: 'http v2 binary', measure: (round) => timed('http', round) },
     ],
     { rounds, warmupRounds: 1 },
   );
@@ -128,6 +155,20 @@ try {
     `  ${goalLine('grpc ÷ http', ratioSpread(figures['grpc ModelInfer']!, figures['http v2 binary']!), { atLeast: 1 })}`,
   );
   console.log(`  server-side mean time per request: ${await serverSideMeans(port + 2)}`);
+  if (cpu.grpc.requests > 0 && cpu.http.requests > 0) {
+    const per = (kind: 'grpc' | 'http', what: 'main' | 'all') =>
+      (cpu[kind][what] / 1e3 / cpu[kind].requests).toFixed(0);
+    console.log(
+      `  server CPU a request, µs: main thread grpc ${per('grpc', 'main')}, http ${per('http', 'main')}; whole process grpc ${per('grpc', 'all')}, http ${per('http', 'all')}`,
+    );
+  }
+  if (cpu.grpc.clientRequests > 0 && cpu.http.clientRequests > 0) {
+    const client = (kind: 'grpc' | 'http') =>
+      (cpu[kind].client / 1e3 / cpu[kind].clientRequests).toFixed(0);
+    console.log(
+      `  Python client's CPU a request (all its threads), µs: grpcio ${client('grpc')}, http.client ${client('http')}`,
+    );
+  }
   console.log(`end: ${machineLine()}`);
 } finally {
   await server.stop();
@@ -150,4 +191,24 @@ async function serverSideMeans(metricsPort: number): Promise<string> {
         `${api === 'grpc' ? 'grpc' : 'http'} ${((total(api, 'sum') / total(api, 'count')) * 1000).toFixed(1)} ms`,
     )
     .join(', ');
+}
+
+/**
+ * The server's CPU time so far: its main thread's (/proc/…/task/<pid>/schedstat) and the whole
+ * process's (utime + stime in /proc/<pid>/stat), ns; undefined off Linux or without a pid.
+ */
+function serverCpu(pid: number | undefined): { mainNs: number; processNs: number } | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const mainNs = Number(
+      fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0],
+    );
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return { mainNs, processNs: (ticks * 1e9) / 100 };
+  } catch {
+    return undefined;
+  }
 }

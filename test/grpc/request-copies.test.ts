@@ -14,7 +14,8 @@ import { type TestServer, startTestServer, tempDir } from '../support/server-har
 // moves the message's buffer to the worker, and the worker views the raw tensor in place.
 // The probe engine reports where its input lives: a view into a buffer as large as the framed
 // message (5 bytes of gRPC length prefix, then the message) means nothing copied the tensor.
-// A message whose raw bytes are not 4-byte aligned in that buffer costs one aligning copy.
+// A message whose raw bytes are not 4-byte aligned in that buffer has them moved down over its
+// own framing, inside the same buffer.
 const ELEMENTS = 150_000; // 600 kB of float32
 const FRAME_PREFIX = 5;
 
@@ -25,6 +26,8 @@ const requestCodec = (
 ).service.ModelInfer;
 
 const data = Buffer.from(Float32Array.from({ length: ELEMENTS }, (_, i) => i).buffer);
+/** The values' sum, exact in float64: what the engine must see, moved or not. */
+const SUM = (ELEMENTS * (ELEMENTS - 1)) / 2;
 
 /** A request whose tensor starts `misalignment` bytes past a 4-byte boundary in the frame. */
 function request(misalignment: number): { message: Record<string, unknown>; tensorAt: number } {
@@ -68,7 +71,7 @@ for (const placement of ['thread', 'inline'] as const) {
       await server?.stop();
     });
 
-    /** [input bytes, its buffer's bytes, its offset, engine thread id], as the probe saw them. */
+    /** [input bytes, its buffer's bytes, its offset, engine thread id, sum], as the probe saw them. */
     async function where(message: Record<string, unknown>): Promise<number[]> {
       const reply = await grpc.call<{ outputs: { name: string }[]; raw_output_contents: Buffer[] }>(
         'ModelInfer',
@@ -87,19 +90,24 @@ for (const placement of ['thread', 'inline'] as const) {
 
     it('is not copied after grpc-js reads the message when its bytes are aligned', async () => {
       const { message, tensorAt } = request(0);
-      const [bytes, bufferBytes, offset] = await where(message);
+      const [bytes, bufferBytes, offset, , sum] = await where(message);
       expect(bytes).toBe(ELEMENTS * 4);
+      expect(sum).toBe(SUM);
       // The tensor is a view into the framed message grpc-js assembled, where the client put it.
       expect(bufferBytes).toBe(tensorAt + ELEMENTS * 4);
       expect(offset).toBe(tensorAt);
     });
 
-    it('is copied once more, to align it, when the client put it off alignment', async () => {
-      const { message } = request(2);
-      const [bytes, bufferBytes, offset] = await where(message);
-      expect(bytes).toBe(ELEMENTS * 4);
-      expect(bufferBytes).toBe(ELEMENTS * 4);
-      expect(offset).toBe(0);
+    it('is moved into alignment inside the same buffer, not copied, when the client put it off alignment', async () => {
+      for (const misalignment of [1, 2, 3]) {
+        const { message, tensorAt } = request(misalignment);
+        const [bytes, bufferBytes, offset, , sum] = await where(message);
+        expect(bytes).toBe(ELEMENTS * 4);
+        expect(sum).toBe(SUM);
+        // Still the framed message's buffer: the tensor moved down over the message's framing.
+        expect(bufferBytes).toBe(tensorAt + ELEMENTS * 4);
+        expect(offset).toBe(tensorAt - misalignment);
+      }
     });
   });
 }

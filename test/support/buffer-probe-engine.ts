@@ -14,17 +14,23 @@ import {
 
 export const PROBE_FILE = 'model.probe';
 
-/** Output `where`: [input byteLength, its buffer's byteLength, its byteOffset, engine thread id]. */
+/**
+ * Output `where`: [input byteLength, its buffer's byteLength, its byteOffset, engine thread id,
+ * the sum of its values] (the sum shows the values arrived intact).
+ */
 class ProbeContext implements ExecutionContext {
   async forward(input: NDList): Promise<NDList> {
     const data = input.get(0).data as Float32Array;
+    let sum = 0;
+    for (const value of data) sum += value;
     const where = Float64Array.of(
       data.byteLength,
       data.buffer.byteLength,
       data.byteOffset,
       threadId,
+      sum,
     );
-    return NDList.of(new Tensor('float64', where, [4], 'where'));
+    return NDList.of(new Tensor('float64', where, [5], 'where'));
   }
 
   async close(): Promise<void> {}
@@ -37,7 +43,7 @@ function probeModel(request: ModelLoadRequest): Model {
     device: CPU,
     modelDir: request.modelDir,
     inputs: [{ name: 'x', dtype: 'float32' }],
-    outputs: [{ name: 'where', dtype: 'float64', shape: [4] }],
+    outputs: [{ name: 'where', dtype: 'float64', shape: [5] }],
     properties: request.properties,
     describe: () => ({ engine: 'BufferProbe' }),
     newExecutionContext: () => Promise.resolve(new ProbeContext()),

@@ -1,8 +1,9 @@
 import { KilnError, KilnErrorCode } from '../errors.js';
-import { dtypeNames } from '../tensor/dtype.js';
+import { bytesPerElement, dtypeNames, fromV2DType, isNumericDType } from '../tensor/dtype.js';
 import { NDList } from '../tensor/ndlist.js';
 import type { AnyTensor } from '../tensor/tensor.js';
 import { I32, I64, LEN, VARINT, WireError, WireReader, WireWriter } from './protobuf-wire.js';
+import { alignDownInPlace } from './raw-data.js';
 import { decodeBinaryTensor, encodeBinaryTensor } from './v2-binary.js';
 import { requestedOutput } from './v2-infer.js';
 import { decodeV2Tensor } from './v2-json.js';
@@ -122,15 +123,21 @@ export function grpcInferLayout(
 /**
  * A ModelInferRequest's tensors. Either every input travels in `raw_input_contents` (one entry
  * each, in order, viewed in place when aligned), or every input carries typed `contents`, as
- * Triton requires.
+ * Triton requires. With `alignInPlace`, for a message whose buffer the caller owns, raw
+ * contents a client put off alignment are moved down over the message's own framing rather
+ * than copied out: a view then needs no fresh memory.
  */
-export function parseGrpcInferRequest(message: Uint8Array): GrpcInferRequest {
+export function parseGrpcInferRequest(
+  message: Uint8Array,
+  options: { readonly alignInPlace?: boolean } = {},
+): GrpcInferRequest {
   const { id, specs, outputs, raw } = parsing(() => readRequest(message));
   if (raw.length > 0 && raw.length !== specs.length) {
     throw invalid(
       `raw_input_contents has ${raw.length} entries for ${specs.length} inputs: send every input raw, or none`,
     );
   }
+  if (options.alignInPlace) alignRawInPlace(message, specs, raw);
   const inputs = specs.map((spec, i) => {
     const shape = shapeOf(spec);
     if (raw.length === 0) return fromContents(spec, shape);
@@ -140,6 +147,29 @@ export function parseGrpcInferRequest(message: Uint8Array): GrpcInferRequest {
     return decodeBinaryTensor(spec.datatype, shape, raw[i]!, spec.name);
   });
   return { id, inputs: new NDList(inputs), outputs };
+}
+
+/**
+ * Moves each raw entry down to its element size's alignment, in order: everything below an
+ * entry was read already, except the entries before it, which it never reaches.
+ */
+function alignRawInPlace(
+  message: Uint8Array,
+  specs: readonly InputSpec[],
+  raw: Uint8Array[],
+): void {
+  let floor = message.byteOffset;
+  raw.forEach((bytes, i) => {
+    let width = 1;
+    try {
+      const dtype = fromV2DType(specs[i]!.datatype);
+      if (isNumericDType(dtype)) width = bytesPerElement(dtype);
+    } catch {
+      // An unknown datatype is refused where the tensor is decoded.
+    }
+    raw[i] = alignDownInPlace(bytes, width, floor);
+    floor = raw[i]!.byteOffset + raw[i]!.byteLength;
+  });
 }
 
 function readRequest(message: Uint8Array) {

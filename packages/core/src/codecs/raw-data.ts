@@ -47,3 +47,19 @@ export function tensorFromRaw(
   const bytes = dtype === 'bool' ? normalizedBool(ordered) : ordered;
   return new Tensor(dtype, viewBytes(dtype, bytes) as DTypeStorage[typeof dtype], shape, name);
 }
+
+/**
+ * Moves `bytes` down inside their own buffer to the nearest offset aligned for `width`-byte
+ * elements, so that a typed view of them needs no copy; the bytes they move over, which must
+ * be at or above `floor` (an offset into the buffer), are overwritten. Answers `bytes` as they
+ * are when already aligned or when there is no room above `floor` (a view then copies). Only
+ * for buffers the caller owns, whose bytes below the data it has finished reading.
+ */
+export function alignDownInPlace(bytes: Uint8Array, width: number, floor: number): Uint8Array {
+  const past = bytes.byteOffset % width;
+  const target = bytes.byteOffset - past;
+  if (past === 0 || target < floor) return bytes;
+  const whole = new Uint8Array(bytes.buffer);
+  whole.copyWithin(target, bytes.byteOffset, bytes.byteOffset + bytes.byteLength);
+  return whole.subarray(target, target + bytes.byteLength);
+}

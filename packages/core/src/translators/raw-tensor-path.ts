@@ -35,7 +35,7 @@ export function withRawTensorPath(
       if (input.v2) {
         const body = input.body ?? new Uint8Array(0);
         const request = input.v2.grpc
-          ? parseGrpcInferRequest(body)
+          ? parseGrpcInferRequest(body, { alignInPlace: input.owned === true })
           : parseV2Request(body, input.v2.headerLength);
         v2Requests.set(input, request);
         return raw.processInput(ctx, { tensors: request.inputs });

@@ -292,6 +292,8 @@ export function servingInputFromMessage(message: ServingInputMessage): ServingIn
   if (message.v2 !== undefined) input.v2 = message.v2;
   if (message.rawTensors !== undefined) input.rawTensors = message.rawTensors;
   if (message.maxDecodedBytes !== undefined) input.maxDecodedBytes = message.maxDecodedBytes;
+  // Moved here or cloned for this thread: its buffers are this request's alone.
+  input.owned = true;
   return input;
 }
 
