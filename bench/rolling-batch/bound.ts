@@ -5,6 +5,7 @@
 // keeps the batch, what it costs between steps. See bench/README.md.
 import { parseArgs } from 'node:util';
 import {
+  type AdmissionPolicy,
   type GenerationJob,
   type GenerationOutput,
   JobQueue,
@@ -22,7 +23,7 @@ import {
 } from '../harness/figures.js';
 import { orderOf } from '../harness/rounds.js';
 import { FlatStepDecoder } from './flat-step-decoder.js';
-import { firstComeFirstServedMs, makespanBoundMs } from './makespan-bound.js';
+import { firstComeFirstServedMs, longestFirstMs, makespanBoundMs } from './makespan-bound.js';
 import { RequestLevelBatcher } from './request-level.js';
 import { type Generator, type RunFigures, makeWorkload, runWorkload } from './workload.js';
 
@@ -58,11 +59,14 @@ const boundRequests = workload.requests.map((r, i) => ({
 const boundMs = (maxBatch: number) => makespanBoundMs(boundRequests, maxBatch, stepMs);
 
 /** Rolling batching as a step worker runs it, on this thread: no threads between. */
-function rolling(maxBatchSize: number): Generator & { close(): Promise<void> } {
+function rolling(
+  maxBatchSize: number,
+  admission: AdmissionPolicy,
+): Generator & { close(): Promise<void> } {
   const stepper = new SequenceStepper(decoder);
   const loop = new RollingLoop(stepper, stepper.info, { maxBatchSize });
   const queue = new JobQueue<GenerationJob, GenerationOutput>();
-  const served = serveQueue(loop, queue);
+  const served = serveQueue(loop, queue, { admission });
   return {
     generate: (job) => queue.submit(job).result,
     close: async () => {
@@ -73,15 +77,30 @@ function rolling(maxBatchSize: number): Generator & { close(): Promise<void> } {
 }
 
 const REQUEST_LEVEL = 'request-level (batch 8)';
-const ROLLING_8 = 'rolling (max 8)';
-const ROLLING_16 = 'rolling (max 16)';
-const rollers = { [ROLLING_8]: rolling(8), [ROLLING_16]: rolling(16) };
-const contenders: Record<string, { generator: Generator; maxBatch: number }> = {
+// Each rolling size under both admission orders (option.rolling_batch_admission).
+const ROLLING = [8, 16].flatMap((maxBatch) =>
+  (['first_come', 'longest_first'] as const).map((admission) => ({
+    name: `rolling (max ${maxBatch}${admission === 'longest_first' ? ', longest first' : ''})`,
+    maxBatch,
+    admission,
+    generator: rolling(maxBatch, admission),
+  })),
+);
+const contenders: Record<
+  string,
+  { generator: Generator; maxBatch: number; admission?: AdmissionPolicy }
+> = {
   [REQUEST_LEVEL]: { generator: new RequestLevelBatcher(decoder, 8), maxBatch: 8 },
-  [ROLLING_8]: { generator: rollers[ROLLING_8], maxBatch: 8 },
-  [ROLLING_16]: { generator: rollers[ROLLING_16], maxBatch: 16 },
+  ...Object.fromEntries(ROLLING.map((r) => [r.name, r])),
 };
 const names = Object.keys(contenders);
+/** The time a policy takes at no cost of its own (see makespan-bound.ts). */
+const policyMs = (admission: AdmissionPolicy, maxBatch: number) =>
+  (admission === 'longest_first' ? longestFirstMs : firstComeFirstServedMs)(
+    boundRequests,
+    maxBatch,
+    stepMs,
+  );
 
 console.log(machineLine());
 console.log(
@@ -92,9 +111,10 @@ console.log(
 );
 for (const b of [8, 16]) {
   const ms = boundMs(b);
-  const fifo = firstComeFirstServedMs(boundRequests, b, stepMs);
+  const fifo = policyMs('first_come', b);
+  const longest = policyMs('longest_first', b);
   console.log(
-    `bound at batch ${b}: ${(ms / 1000).toFixed(2)} s from the first arrival, ${((totalTokens / ms) * 1000).toFixed(0)} tokens/s; first come, first served at no cost of its own: ${(fifo.ms / 1000).toFixed(2)} s, ${fifo.steps} steps (${(ms / fifo.ms).toFixed(3)} of the bound)`,
+    `bound at batch ${b}: ${(ms / 1000).toFixed(2)} s from the first arrival, ${((totalTokens / ms) * 1000).toFixed(0)} tokens/s; at no cost of their own, first come, first served: ${(fifo.ms / 1000).toFixed(2)} s, ${fifo.steps} steps (${(ms / fifo.ms).toFixed(3)} of the bound); longest first: ${(longest.ms / 1000).toFixed(2)} s, ${longest.steps} steps (${(ms / longest.ms).toFixed(3)})`,
   );
 }
 
@@ -136,7 +156,7 @@ for (const name of names) {
   );
 }
 console.log('\nratios from the same rounds');
-for (const name of [ROLLING_8, ROLLING_16]) {
+for (const { name, admission } of ROLLING) {
   const tokensPerS = (n: string) => series(n, (r) => r.run.tokensPerS);
   // What a scheduler at the bound would make of the same rounds.
   const perfect = series(REQUEST_LEVEL, (r) => r.run.wallMs / boundMs(contenders[name]!.maxBatch));
@@ -148,10 +168,10 @@ for (const name of [ROLLING_8, ROLLING_16]) {
       atLeast: 0.9,
     }),
   );
-  // Below the bound by the policy (first come, first served, no pausing), or by the run.
-  const fifoMs = firstComeFirstServedMs(boundRequests, contenders[name]!.maxBatch, stepMs).ms;
+  // Below the bound by the policy (its admission order, no pausing), or by the run.
+  const ownMs = policyMs(admission, contenders[name]!.maxBatch).ms;
   console.log(
-    `  its tokens/s ÷ first come, first served at no cost: ${formatSpread(spreadOf(series(name, (r) => fifoMs / r.run.wallMs)), 3)}`,
+    `  its tokens/s ÷ its policy's (${admission}) at no cost: ${formatSpread(spreadOf(series(name, (r) => ownMs / r.run.wallMs)), 3)}`,
   );
   // The machine's lateness aside: the bound with steps as long as this run's took.
   console.log(
@@ -173,4 +193,4 @@ const same = names.every((n) =>
 );
 console.log(`every contender generated the same tokens for every request: ${same}`);
 console.log(machineLine());
-await Promise.all(Object.values(rollers).map((r) => r.close()));
+await Promise.all(ROLLING.map((r) => r.generator.close()));

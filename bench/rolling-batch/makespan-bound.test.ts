@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { firstComeFirstServedMs, makespanBoundMs } from './makespan-bound.js';
+import { firstComeFirstServedMs, longestFirstMs, makespanBoundMs } from './makespan-bound.js';
 
 describe('makespanBoundMs', () => {
   it('is the work over the batch limit when everything arrives at once', () => {
@@ -50,5 +50,21 @@ describe('firstComeFirstServedMs', () => {
       { arrivalMs: 100, tokens: 1 },
     ];
     expect(firstComeFirstServedMs(requests, 4, 10)).toEqual({ ms: 110, steps: 2 });
+  });
+});
+
+describe('longestFirstMs', () => {
+  it('admits the waiting request with the most tokens first, and finishes a burst sooner', () => {
+    // One slot at a time is taken by the longest: 1 waits behind 2 and 5 though it came first.
+    const burst = [
+      { arrivalMs: 0, tokens: 1 },
+      { arrivalMs: 0, tokens: 2 },
+      { arrivalMs: 0, tokens: 5 },
+    ];
+    // Two slots: 5 and 2 start; 1 takes 2's slot after 2 steps; 5 ends at step 5.
+    expect(longestFirstMs(burst, 2, 10)).toEqual({ ms: 50, steps: 5 });
+    // First come: 1 and 2 start, 5 starts at step 2 and ends at step 6.
+    expect(firstComeFirstServedMs(burst, 2, 10)).toEqual({ ms: 60, steps: 6 });
+    expect(makespanBoundMs(burst, 2, 10)).toBeLessThanOrEqual(50);
   });
 });

@@ -71,3 +71,39 @@ export function firstComeFirstServedMs(
   }
   return { ms: now - start, steps };
 }
+
+/**
+ * The time rolling batching would take at no cost of its own when it admits the waiting
+ * request with the most tokens to make first (`rolling_batch_admission=longest_first`), each
+ * one's claim growing by a token for every step it has waited, as the queue ranks them; ties
+ * go in arrival order. Otherwise as firstComeFirstServedMs.
+ */
+export function longestFirstMs(
+  requests: readonly BoundRequest[],
+  maxBatch: number,
+  stepMs: number,
+): { ms: number; steps: number } {
+  const byArrival = [...requests].sort((a, b) => a.arrivalMs - b.arrivalMs);
+  const start = byArrival[0]?.arrivalMs ?? 0;
+  let now = start;
+  let steps = 0;
+  let active: number[] = [];
+  let next = 0;
+  const waiting: BoundRequest[] = [];
+  const rank = (r: BoundRequest) => r.tokens + (now - r.arrivalMs) / stepMs;
+  while (next < byArrival.length || waiting.length > 0 || active.length > 0) {
+    while (next < byArrival.length && byArrival[next]!.arrivalMs <= now)
+      waiting.push(byArrival[next++]!);
+    // A stable sort: equal ranks stay in arrival order.
+    waiting.sort((a, b) => rank(b) - rank(a));
+    while (active.length < maxBatch && waiting.length > 0) active.push(waiting.shift()!.tokens);
+    if (active.length === 0) {
+      now = byArrival[next]!.arrivalMs;
+      continue;
+    }
+    now += stepMs;
+    steps++;
+    active = active.map((left) => left - 1).filter((left) => left > 0);
+  }
+  return { ms: now - start, steps };
+}

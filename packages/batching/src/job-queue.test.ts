@@ -381,6 +381,38 @@ describe('JobQueue with several consumers', () => {
   });
 });
 
+describe('JobQueue ranked takes', () => {
+  it('takes the highest ranked jobs first, equal ranks oldest first, now or in a batch', async () => {
+    const { queue } = setup<number>();
+    for (const x of [3, 9, 1, 9, 5]) queue.submit(x);
+    const rank = (x: number) => x;
+    const values = (jobs: readonly Job<number, string>[]) => jobs.map((j) => j.input);
+    expect(values(queue.takeNow(2, () => true, rank))).toEqual([9, 9]);
+    // The first that does not fit holds back the rest, as in arrival order.
+    expect(values(queue.takeNow(3, (x) => x < 5, rank))).toEqual([]);
+    expect(values(await queue.takeBatch({ maxSize: 2, maxDelayMs: 0, rank }))).toEqual([5, 3]);
+    expect(values(queue.takeNow(5))).toEqual([1]);
+  });
+
+  it('hands a rank how long each job has waited, so that waiting can raise it', async () => {
+    const { clock, queue } = setup<number>();
+    queue.submit(1);
+    clock.advance(100);
+    queue.submit(50);
+    const seen: [number, number][] = [];
+    const rank = (x: number, waitedMs: number) => {
+      seen.push([x, waitedMs]);
+      return x + waitedMs;
+    };
+    // 1 has waited 100 ms: 101 against 50.
+    expect(queue.takeNow(1, () => true, rank).map((j) => j.input)).toEqual([1]);
+    expect(seen).toEqual([
+      [1, 100],
+      [50, 0],
+    ]);
+  });
+});
+
 describe('JobQueue buckets', () => {
   it('batches only jobs of the first job’s bucket; others stay queued in order', async () => {
     const { queue } = setup({ bucketOf: (s: string) => s[0] });

@@ -33,19 +33,29 @@ export interface JobQueueOptions<I> {
   onListenerError?: (error: unknown) => void;
 }
 
-export interface TakeBatchOptions {
+export interface TakeBatchOptions<I = unknown> {
   /** Most jobs in one batch (`batch_size`). */
   maxSize: number;
   /** How long to wait for more jobs once the first was taken (`max_batch_delay`). */
   maxDelayMs: number;
   /** Stops waiting: resolves [] while no job is held, or returns the jobs held so far. */
   signal?: AbortSignal;
+  /** Takes the waiting jobs it ranks highest first, instead of the oldest (see JobRank). */
+  rank?: JobRank<I> | undefined;
 }
+
+/**
+ * A waiting job's rank for a take that asks for one (a rolling loop's admission policy):
+ * higher goes first, equal ranks oldest first. `waitedMs` lets a rank grow with the wait, so
+ * that no job waits forever.
+ */
+export type JobRank<I> = (input: I, waitedMs: number) => number;
 
 /** A takeBatch call in progress. */
 interface Consumer<I, O> {
   readonly maxSize: number;
   readonly maxDelayMs: number;
+  readonly rank: JobRank<I> | undefined;
   readonly signal: AbortSignal | undefined;
   readonly deliver: (jobs: Job<I, O>[]) => void;
   jobs: QueuedJob<I, O>[];
@@ -204,8 +214,8 @@ export class JobQueue<I, O> {
    * signal aborts before a job was taken, or when the queue is closed and empty: the
    * consumer should stop.
    */
-  takeBatch(options: TakeBatchOptions): Promise<Job<I, O>[]> {
-    const { maxSize, maxDelayMs, signal } = options;
+  takeBatch(options: TakeBatchOptions<I>): Promise<Job<I, O>[]> {
+    const { maxSize, maxDelayMs, signal, rank } = options;
     if (!Number.isSafeInteger(maxSize) || maxSize < 1) {
       return Promise.reject(
         new KilnError(
@@ -227,6 +237,7 @@ export class JobQueue<I, O> {
       const consumer: Consumer<I, O> = {
         maxSize,
         maxDelayMs,
+        rank,
         signal,
         deliver,
         jobs: [],
@@ -248,18 +259,25 @@ export class JobQueue<I, O> {
   }
 
   /**
-   * Takes queued jobs now, oldest first, while `fits` accepts them, up to `maxSize`; never
-   * waits. The first job that does not fit holds back those behind it (first come, first
-   * served). A rolling loop admits jobs with it between its steps.
+   * Takes queued jobs now, oldest first (or highest `rank` first), while `fits` accepts them,
+   * up to `maxSize`; never waits. The first job that does not fit holds back those behind it.
+   * A rolling loop admits jobs with it between its steps.
    */
-  takeNow(maxSize: number, fits: (input: I) => boolean = () => true): Job<I, O>[] {
+  takeNow(
+    maxSize: number,
+    fits: (input: I) => boolean = () => true,
+    rank?: JobRank<I>,
+  ): Job<I, O>[] {
     const jobs: QueuedJob<I, O>[] = [];
-    for (let job = this.queued.oldest(); job && jobs.length < maxSize; job = this.queued.oldest()) {
-      if (!fits(job.input)) break;
+    const order = rank ? this.ranked(rank) : this.queued;
+    for (const job of order) {
+      if (jobs.length >= maxSize || !fits(job.input)) break;
+      jobs.push(job);
+    }
+    for (const job of jobs) {
       this.queued.remove(job);
       job.state = 'taken';
       this.clearDeadline(job);
-      jobs.push(job);
     }
     if (jobs.length === 0) return jobs;
     this.pending -= jobs.length;
@@ -387,23 +405,37 @@ export class JobQueue<I, O> {
     else consumer.node = this.idle.push(consumer);
   }
 
-  /** Takes the oldest queued job and as many of its bucket as fit, then waits out the delay. */
+  /**
+   * Takes the oldest queued job (or the highest ranked) and as many of its bucket as fit, then
+   * waits out the delay.
+   */
   private start(consumer: Consumer<I, O>): void {
     const oldest = this.queued.oldest()!;
-    const bucket = oldest.bucket;
-    consumer.bucket = bucket;
     consumer.startedAt = this.queueClock.now();
     if (oldest.alone) {
       // Requeued jobs lead the queue and each makes a batch of its own.
+      consumer.bucket = oldest.bucket;
       this.queued.remove(oldest);
       this.hold(consumer, oldest);
       this.finish(consumer);
       return;
     }
-    for (let job = this.queued.oldestOf(bucket); job; job = this.queued.oldestOf(bucket)) {
-      this.queued.remove(job);
-      this.hold(consumer, job);
-      if (consumer.jobs.length >= consumer.maxSize) break;
+    if (consumer.rank) {
+      const ranked = this.ranked(consumer.rank);
+      const bucket = (consumer.bucket = ranked[0]!.bucket);
+      for (const job of ranked) {
+        if (job.bucket !== bucket) continue;
+        this.queued.remove(job);
+        this.hold(consumer, job);
+        if (consumer.jobs.length >= consumer.maxSize) break;
+      }
+    } else {
+      const bucket = (consumer.bucket = oldest.bucket);
+      for (let job = this.queued.oldestOf(bucket); job; job = this.queued.oldestOf(bucket)) {
+        this.queued.remove(job);
+        this.hold(consumer, job);
+        if (consumer.jobs.length >= consumer.maxSize) break;
+      }
     }
     // Jobs of other buckets left queued would wait out this batch's delay: it leaves now.
     const othersWait = this.queued.size > 0;
@@ -418,6 +450,18 @@ export class JobQueue<I, O> {
     }
     consumer.node = this.gathering.push(consumer);
     consumer.timer = this.queueClock.setTimeout(() => this.finish(consumer), consumer.maxDelayMs);
+  }
+
+  /** The queued jobs, highest `rank` first; equal ranks keep their order (oldest first). */
+  private ranked(rank: JobRank<I>): QueuedJob<I, O>[] {
+    const now = this.queueClock.now();
+    const jobs = [...this.queued].map((job, order) => ({
+      job,
+      order,
+      rank: rank(job.input, now - job.enqueuedAt),
+    }));
+    jobs.sort((a, b) => b.rank - a.rank || a.order - b.order);
+    return jobs.map(({ job }) => job);
   }
 
   private hold(consumer: Consumer<I, O>, job: QueuedJob<I, O>): void {

@@ -162,6 +162,42 @@ describe('createGenerationPool', () => {
     expect(generation.stats().totals).toMatchObject({ cancelled: 1, succeeded: 1 });
   });
 
+  it('admits waiting jobs in arrival order, or most max_new_tokens first with rolling_batch_admission=longest_first', async () => {
+    for (const admission of ['first_come', 'longest_first']) {
+      const generation = await pool(
+        {},
+        await model({
+          'option.max_rolling_batch_size': '1',
+          'option.stepMs': '5',
+          'option.rolling_batch_admission': admission,
+        }),
+      );
+      const started: number[] = [];
+      const generate = (maxNewTokens: number, onStart?: () => void) =>
+        generation.predict(job('hello', maxNewTokens, { ignoreEos: true }), {
+          onChunk: (chunk) => {
+            if ((chunk as GenerationChunk).index !== 0) return;
+            started.push(maxNewTokens);
+            onStart?.();
+          },
+        });
+      let running!: () => void;
+      const first = new Promise<void>((resolve) => (running = resolve));
+      const all = [generate(20, running)];
+      await first;
+      for (const n of [3, 12, 6]) all.push(generate(n));
+      await Promise.all(all);
+      expect(started, admission).toEqual(
+        admission === 'first_come' ? [20, 3, 12, 6] : [20, 12, 6, 3],
+      );
+    }
+    await expect(
+      pool({}, await model({ 'option.rolling_batch_admission': 'shortest_first' })),
+    ).rejects.toThrow(
+      /option.rolling_batch_admission=shortest_first is not one of first_come, longest_first/,
+    );
+  });
+
   it('refuses a full queue, times out a job that waits too long, and refuses jobs that can never run', async () => {
     const generation = await pool(
       { jobQueueSize: 1 },

@@ -1,4 +1,4 @@
-import type { Clock, Job, JobQueue } from '@kiln/batching';
+import type { Clock, Job, JobQueue, JobRank } from '@kiln/batching';
 import { KilnError, KilnErrorCode, type PredictResult } from '@kiln/core';
 import type { BatchRun, ChunkSink, WorkerBackend } from './worker-backend.js';
 import type { WorkerFacts } from './worker-protocol.js';
@@ -73,6 +73,11 @@ export class PoolWorker<I, O> {
   /** Resolves once the worker has exited, however it ended. */
   readonly exited: Promise<void>;
   private current: WorkerState = 'starting';
+  /**
+   * How this worker orders the waiting jobs it takes (a JobRank of its inputs, typed loosely so
+   * that pools of different inputs stay interchangeable); undefined: oldest first.
+   */
+  protected rank: JobRank<never> | undefined;
   private takeController: AbortController | undefined;
   protected dead: KilnError | undefined;
   protected terminating = false;
@@ -204,7 +209,11 @@ export class PoolWorker<I, O> {
     };
     if (this.queue.depth === 0) timer = this.clock.setTimeout(check, ms);
     try {
-      return await this.queue.takeBatch({ ...batching, signal: this.lifetime.signal });
+      return await this.queue.takeBatch({
+        ...batching,
+        rank: this.rank as JobRank<I> | undefined,
+        signal: this.lifetime.signal,
+      });
     } finally {
       if (timer !== undefined) this.clock.clearTimeout(timer);
     }
@@ -220,6 +229,7 @@ export class PoolWorker<I, O> {
     if (this.leaving) return this.takeWhileLeaving(batching);
     return this.queue.takeBatch({
       ...batching,
+      rank: this.rank as JobRank<I> | undefined,
       signal: AbortSignal.any([this.lifetime.signal, until]),
     });
   }
@@ -233,7 +243,11 @@ export class PoolWorker<I, O> {
     this.takeController = controller;
     void this.queue.drain().then(() => controller.abort());
     try {
-      return await this.queue.takeBatch({ ...batching, signal: controller.signal });
+      return await this.queue.takeBatch({
+        ...batching,
+        rank: this.rank as JobRank<I> | undefined,
+        signal: controller.signal,
+      });
     } finally {
       this.takeController = undefined;
     }

@@ -1,13 +1,15 @@
 import {
   DEFAULT_MAX_ROLLING_BATCH_SIZE,
   type GenerationChunk,
+  RecentStepTime,
+  admissionRank,
   type GenerationJob,
   type GenerationJobOf,
   type GenerationOutput,
   type RollingLoopStats,
   type StepReport,
 } from '@kiln/batching';
-import { KilnError, KilnErrorCode } from '@kiln/core';
+import { KilnError, KilnErrorCode, type RollingAdmission } from '@kiln/core';
 import type { GenerationNews, JobEnd, RollingSettings } from './generation-protocol.js';
 import { PoolWorker } from './pool-worker.js';
 import type { ThreadBackend } from './thread-backend.js';
@@ -16,6 +18,8 @@ import type { GenerationChannel, WorkerBackend } from './worker-backend.js';
 /** A step worker's rolling-batch settings (`option.max_rolling_batch_size` and kin). */
 export interface StepWorkerSettings extends RollingSettings {
   readonly onStep: (step: StepReport) => void;
+  /** `option.rolling_batch_admission`: the order it takes waiting jobs in. */
+  readonly admission?: RollingAdmission | undefined;
 }
 
 /** A job handed to the worker's loop, with what this side keeps of it. */
@@ -38,6 +42,8 @@ interface Handed {
  */
 export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
   private settings: StepWorkerSettings | undefined;
+  /** Its loop's recent step time, which ages waiting jobs under longest_first. */
+  private readonly steps = new RecentStepTime();
   private readonly handed = new Map<number, Handed>();
   private latest: RollingLoopStats | undefined;
   private slotFreed: (() => void) | undefined;
@@ -47,6 +53,7 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
   /** The pool passes its rolling-batch settings before the worker starts. */
   configure(settings: StepWorkerSettings): this {
     this.settings = settings;
+    this.rank = admissionRank(settings.admission ?? 'first_come', () => this.steps.ms);
     return this;
   }
 
@@ -127,7 +134,10 @@ export class StepWorker extends PoolWorker<GenerationJob, GenerationOutput> {
       if (handed) handed.admitted = true;
     }
     this.expireWaiting(channel);
-    for (const step of news.steps) this.settings?.onStep(step);
+    for (const step of news.steps) {
+      this.steps.observe(step.ms);
+      this.settings?.onStep(step);
+    }
     for (const { id, chunk } of news.chunks) this.deliver(channel, id, chunk);
     for (const end of news.ended) this.end(end);
   }

@@ -5,6 +5,7 @@ import type { JobOptions } from '../job.js';
 import { HashDecoder } from '../test-support/hash-decoder.js';
 import { flush } from '../test-support/promises.js';
 import type { GenerationChunk, GenerationJob, GenerationOutput } from './generation-job.js';
+import { type AdmissionPolicy, admissionRank } from './admission.js';
 import { RollingLoop, type RollingLoopOptions, serveQueue } from './rolling-loop.js';
 import { SequenceStepper } from './sequence-stepper.js';
 import { SeededSource, randomWorkload } from './test-workload.js';
@@ -18,6 +19,7 @@ function serve(
   options: RollingLoopOptions & {
     tokenizer?: TextTokenizer;
     eosTokenId?: number;
+    admission?: AdmissionPolicy;
   } = {},
 ) {
   const stepper = new SequenceStepper(decoder, options.tokenizer);
@@ -27,7 +29,7 @@ function serve(
     options,
   );
   const queue = new JobQueue<GenerationJob, GenerationOutput>();
-  const served = serveQueue(loop, queue);
+  const served = serveQueue(loop, queue, { admission: options.admission ?? 'first_come' });
   return {
     loop,
     queue,
@@ -360,5 +362,38 @@ describe('RollingLoop', () => {
         new Set(entries.filter((e) => e.tokens > 1).map((e) => e.run)).size,
       ).toBeLessThanOrEqual(1);
     }
+  });
+
+  it('admits waiting jobs longest first (max_new_tokens) with rolling_batch_admission=longest_first', async () => {
+    for (const admission of ['first_come', 'longest_first'] as const) {
+      const worker = serve(new HashDecoder(50), { maxBatchSize: 1, admission });
+      const started: number[] = [];
+      const generate = (maxNewTokens: number) =>
+        worker.generate(
+          { promptTokens: [1, 2], maxNewTokens, ignoreEos: true },
+          {
+            onChunk: (chunk: unknown) => {
+              if ((chunk as GenerationChunk).index === 0) started.push(maxNewTokens);
+            },
+          },
+        );
+      // The first runs alone; the others wait for its slot, then go in the policy's order.
+      const all = [generate(3)];
+      await flush();
+      for (const n of [2, 8, 5]) all.push(generate(n));
+      await Promise.all(all);
+      await worker.close();
+      expect(started, admission).toEqual(admission === 'first_come' ? [3, 2, 8, 5] : [3, 8, 5, 2]);
+    }
+  });
+});
+
+describe('admissionRank', () => {
+  it('ranks by max_new_tokens, one token more for every step waited', () => {
+    const rank = admissionRank('longest_first', () => 10)!;
+    const job = (maxNewTokens: number) => ({ promptTokens: [1], maxNewTokens });
+    expect(rank(job(8), 0)).toBe(8);
+    expect(rank(job(8), 250)).toBe(33);
+    expect(admissionRank('first_come', () => 10)).toBeUndefined();
   });
 });

@@ -8,6 +8,7 @@ import {
 import { type Clock, systemClock } from '../clock.js';
 import type { Job } from '../job.js';
 import type { JobQueue } from '../job-queue.js';
+import { type AdmissionPolicy, RecentStepTime, admissionRank } from './admission.js';
 import { groupByPast } from './past-groups.js';
 import type {
   FinishReason,
@@ -451,15 +452,24 @@ export class RollingLoop {
 /**
  * Serves a queue with one loop on this thread, as a step worker serves the pool's, until the
  * queue is closed and empty: in-process generation (tests, benches) with no threads between.
+ * `admission` orders the waiting jobs it takes (default first come, first served).
  */
 export async function serveQueue(
   loop: RollingLoop,
   queue: JobQueue<GenerationJob, GenerationOutput>,
+  options: { readonly admission?: AdmissionPolicy } = {},
 ): Promise<void> {
-  for (;;) {
-    const first = await queue.takeBatch({ maxSize: 1, maxDelayMs: 0 });
-    if (first.length === 0) return;
-    await loop.run(first, (max, fits) => queue.takeNow(max, fits));
+  const steps = new RecentStepTime();
+  const stopWatching = loop.onStep((step) => steps.observe(step.ms));
+  const rank = admissionRank(options.admission ?? 'first_come', () => steps.ms);
+  try {
+    for (;;) {
+      const first = await queue.takeBatch({ maxSize: 1, maxDelayMs: 0, rank });
+      if (first.length === 0) return;
+      await loop.run(first, (max, fits) => queue.takeNow(max, fits, rank));
+    }
+  } finally {
+    stopWatching();
   }
 }
 

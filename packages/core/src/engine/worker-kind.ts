@@ -15,7 +15,13 @@ export interface RollingBatchSettings {
   readonly maxPrefillTokens: number | undefined;
   /** `option.max_kv_cache_bytes`: a step worker's key/value cache budget. */
   readonly maxKvCacheBytes: number | undefined;
+  /** `option.rolling_batch_admission`: the order waiting requests are admitted in. */
+  readonly admission: RollingAdmission | undefined;
 }
+
+/** Orders a step worker admits waiting requests in (see admissionRank in `@kiln/batching`). */
+export const ROLLING_ADMISSIONS = ['first_come', 'longest_first'] as const;
+export type RollingAdmission = (typeof ROLLING_ADMISSIONS)[number];
 
 /** True when serving.properties asks for text generation with rolling batching. */
 export function wantsRollingBatch(properties: ServingProperties): boolean {
@@ -51,5 +57,6 @@ export function rollingBatchSettings(properties: ServingProperties): RollingBatc
     maxBatchSize: o.integer('max_rolling_batch_size', { min: 1 }),
     maxPrefillTokens: o.integer('max_rolling_batch_prefill_tokens', { min: 1, max: MAX }),
     maxKvCacheBytes: o.integer('max_kv_cache_bytes', { min: 1, max: MAX }),
+    admission: o.oneOf('rolling_batch_admission', ROLLING_ADMISSIONS),
   };
 }

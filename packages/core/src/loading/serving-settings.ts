@@ -217,4 +217,11 @@ export const SERVING_OPTION_SETTINGS: readonly SettingDeclaration[] = [
     default: 'batch size × longest sequence',
     doc: 'key/value cache budget',
   },
+  {
+    key: 'rolling_batch_admission',
+    type: 'choice',
+    values: ['first_come', 'longest_first'],
+    default: 'first_come',
+    doc: 'order waiting requests are admitted in: arrival, or most max_new_tokens first (aging a token a step waited)',
+  },
 ];
