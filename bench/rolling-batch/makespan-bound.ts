@@ -52,24 +52,7 @@ export function firstComeFirstServedMs(
   maxBatch: number,
   stepMs: number,
 ): { ms: number; steps: number } {
-  const waiting = [...requests].sort((a, b) => a.arrivalMs - b.arrivalMs);
-  const start = waiting[0]?.arrivalMs ?? 0;
-  let now = start;
-  let steps = 0;
-  let active: number[] = [];
-  let next = 0;
-  while (next < waiting.length || active.length > 0) {
-    while (next < waiting.length && active.length < maxBatch && waiting[next]!.arrivalMs <= now)
-      active.push(waiting[next++]!.tokens);
-    if (active.length === 0) {
-      now = waiting[next]!.arrivalMs;
-      continue;
-    }
-    now += stepMs;
-    steps++;
-    active = active.map((left) => left - 1).filter((left) => left > 0);
-  }
-  return { ms: now - start, steps };
+  return admittedMs(requests, maxBatch, stepMs, undefined);
 }
 
 /**
@@ -83,6 +66,25 @@ export function longestFirstMs(
   maxBatch: number,
   stepMs: number,
 ): { ms: number; steps: number } {
+  return admittedMs(
+    requests,
+    maxBatch,
+    stepMs,
+    (r, now) => r.tokens + (now - r.arrivalMs) / stepMs,
+  );
+}
+
+/**
+ * Rolling batching at no cost of its own: requests admitted at step boundaries while a slot is
+ * free, highest `rank` first (arrival order without one, and between equal ranks), each
+ * sequence one token a step.
+ */
+function admittedMs(
+  requests: readonly BoundRequest[],
+  maxBatch: number,
+  stepMs: number,
+  rank: ((request: BoundRequest, now: number) => number) | undefined,
+): { ms: number; steps: number } {
   const byArrival = [...requests].sort((a, b) => a.arrivalMs - b.arrivalMs);
   const start = byArrival[0]?.arrivalMs ?? 0;
   let now = start;
@@ -90,12 +92,11 @@ export function longestFirstMs(
   let active: number[] = [];
   let next = 0;
   const waiting: BoundRequest[] = [];
-  const rank = (r: BoundRequest) => r.tokens + (now - r.arrivalMs) / stepMs;
   while (next < byArrival.length || waiting.length > 0 || active.length > 0) {
     while (next < byArrival.length && byArrival[next]!.arrivalMs <= now)
       waiting.push(byArrival[next++]!);
     // A stable sort: equal ranks stay in arrival order.
-    waiting.sort((a, b) => rank(b) - rank(a));
+    if (rank) waiting.sort((a, b) => rank(b, now) - rank(a, now));
     while (active.length < maxBatch && waiting.length > 0) active.push(waiting.shift()!.tokens);
     if (active.length === 0) {
       now = byArrival[next]!.arrivalMs;
