@@ -104,6 +104,21 @@ describe('servingBatchKeyOf', () => {
     );
   });
 
+  it('keys a repeated header from its bytes, and a changed one anew', () => {
+    const key = servingBatchKeyOf(undefined)!;
+    const npy = (n: number, fill = 0) =>
+      encodeNpy(new Tensor('float32', new Float32Array(n).fill(fill), [1, n]));
+    const [four, five] = [key({ body: npy(4) }), key({ body: npy(5) })];
+    expect(four).not.toBe(five);
+    // The same header with other data, and alternating headers: each keyed as its own.
+    expect(key({ body: npy(4, 7) })).toBe(four);
+    expect(key({ body: npy(5, 1) })).toBe(five);
+    expect(key({ body: npy(4, 2) })).toBe(four);
+    const [a, b] = [v2Request([x([1, 4])]), v2Request([x([1, 4], 'INT64')])];
+    expect(key(a)).not.toBe(key(b));
+    expect(key(v2Request([x([1, 4])]))).toBe(key(a));
+  });
+
   it('leaves padded axes out under batchifier=pad, and keys by length bucket under bucket', () => {
     const pad = servingBatchKeyOf(sequenceBatchingFrom({ batchifier: 'pad' })!)!;
     expect(pad({ tensors: NDList.of(ids(3)) })).toBe(pad({ tensors: NDList.of(ids(30)) }));
