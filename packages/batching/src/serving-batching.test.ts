@@ -5,6 +5,7 @@ import {
   Tensor,
   encodeNpy,
   encodeNpz,
+  npyLayout,
   sequenceBatchingFrom,
 } from '@kiln/core';
 import { BucketBatchifier } from './bucket-batchifier.js';
@@ -127,6 +128,20 @@ describe('servingBatchKeyOf', () => {
     )!;
     expect(bucket({ tensors: NDList.of(ids(3)) })).toBe(4);
     expect(servingBatchKeyOf(sequenceBatchingFrom({ batchifier: 'none' })!)).toBeUndefined();
+  });
+
+  it('leaves headers past 4 KiB to the worker: no parse of a hostile one on this thread', () => {
+    const long = 'x'.repeat(5000);
+    // A .npy header padded past the bound (a valid header with a long trailing run of spaces).
+    const header = `{'descr': '<f4', 'fortran_order': False, 'shape': (1, 4), }${' '.repeat(5000)}\n`;
+    const padded = new Uint8Array(10 + header.length + 16);
+    padded.set([0x93, ...new TextEncoder().encode('NUMPY'), 1, 0]);
+    new DataView(padded.buffer).setUint16(8, header.length, true);
+    padded.set(new TextEncoder().encode(header), 10);
+    // A valid file, which the codec itself reads (as the worker will).
+    expect(npyLayout(padded)).toEqual({ dtype: 'float32', shape: [1, 4] });
+    expect(declaredLayout({ body: padded })).toBeUndefined();
+    expect(declaredLayout(v2Request([{ ...x([1, 4]), name: long }]))).toBeUndefined();
   });
 
   it('declares nothing for what it cannot read cheaply or what does not parse', () => {

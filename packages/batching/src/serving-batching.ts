@@ -6,7 +6,6 @@ import {
   fromV2DType,
   grpcInferLayout,
   npyLayout,
-  npyShape,
   npzShape,
 } from '@kiln/core';
 import { BucketBatchifier } from './bucket-batchifier.js';
@@ -65,10 +64,10 @@ export function servingBucketOf(
       const part =
         (name === undefined ? undefined : input.parts.find((p) => p.name === name)) ??
         input.parts[0];
-      length = part && lengthOf(npyShape(part.data));
+      length = part && lengthOf(boundedNpyLayout(part.data)?.shape);
     } else if (input.body && !input.v2) {
       const zip = input.body[0] === 0x50 && input.body[1] === 0x4b; // PK: an .npz archive
-      length = lengthOf(zip ? npzShape(input.body, name) : npyShape(input.body));
+      length = lengthOf(zip ? npzShape(input.body, name) : boundedNpyLayout(input.body)?.shape);
     }
     return length === undefined ? undefined : bucket(length);
   };
@@ -114,15 +113,31 @@ function headerBytes(input: ServingInput): Uint8Array | undefined {
   if (v2) {
     if (v2.grpc) return undefined;
     length = Number(v2.headerLength);
-    if (!Number.isInteger(length) || length > MAX_DECLARED_V2_HEADER) return undefined;
+    if (!Number.isInteger(length) || length > MAX_DECLARED_HEADER) return undefined;
   } else {
-    // .npy: magic (6), version (2), then the header's length (2 bytes in 1.0, 4 after).
-    if (body.length < 12 || body[0] !== 0x93 || body[1] !== 0x4e) return undefined;
-    const small = body[8]! | (body[9]! << 8);
-    length = body[6] === 1 ? 10 + small : 12 + small + body[10]! * 0x10000 + body[11]! * 0x1000000;
-    if (length > MAX_DECLARED_V2_HEADER) return undefined;
+    const header = npyHeaderLength(body);
+    if (header === undefined) return undefined;
+    length = header;
   }
   return length > 0 && length <= body.length ? body.subarray(0, length) : undefined;
+}
+
+/**
+ * A .npy file's header bytes (magic, version, length and the header itself), from its first 12
+ * bytes; undefined for no .npy or a header past MAX_DECLARED_HEADER (left to the worker).
+ */
+function npyHeaderLength(bytes: Uint8Array): number | undefined {
+  // Magic (6), version (2), then the header's length: 2 bytes in 1.0, 4 after.
+  if (bytes.length < 12 || bytes[0] !== 0x93 || bytes[1] !== 0x4e) return undefined;
+  const low = bytes[8]! | (bytes[9]! << 8);
+  const length =
+    bytes[6] === 1 ? 10 + low : 12 + low + bytes[10]! * 0x10000 + bytes[11]! * 0x1000000;
+  return length <= MAX_DECLARED_HEADER ? length : undefined;
+}
+
+/** A .npy layout read on the calling thread, when its header is within MAX_DECLARED_HEADER. */
+function boundedNpyLayout(bytes: Uint8Array): { dtype: string; shape: number[] } | undefined {
+  return npyHeaderLength(bytes) === undefined ? undefined : npyLayout(bytes);
 }
 
 function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
@@ -139,8 +154,13 @@ export interface DeclaredTensor {
   readonly shape: readonly number[];
 }
 
-/** Largest v2 JSON header read on the calling thread; larger ones are left to the worker. */
-const MAX_DECLARED_V2_HEADER = 16 * 1024;
+/**
+ * Largest header (a v2 request's JSON, a .npy header) read on the calling thread; larger ones
+ * are left to the worker's decoder, so that a hostile one costs this thread no parse.
+ */
+const MAX_DECLARED_HEADER = 4096;
+/** Most multipart tensor parts read on the calling thread. */
+const MAX_DECLARED_PARTS = 64;
 
 /**
  * The tensors a request declares, read where that is cheap on the calling thread: tensors it
@@ -153,9 +173,10 @@ export function declaredLayout(input: ServingInput): DeclaredTensor[] | undefine
   if (input.tensors)
     return input.tensors.tensors.map(({ name, dtype, shape }) => ({ name, dtype, shape }));
   if (input.parts) {
+    if (input.parts.length > MAX_DECLARED_PARTS) return undefined;
     const layout: DeclaredTensor[] = [];
     for (const part of input.parts) {
-      const declared = npyLayout(part.data);
+      const declared = boundedNpyLayout(part.data);
       if (!declared) return undefined;
       layout.push({ name: part.name, ...declared });
     }
@@ -164,7 +185,7 @@ export function declaredLayout(input: ServingInput): DeclaredTensor[] | undefine
   const { body, v2 } = input;
   if (!body) return undefined;
   if (!v2) {
-    const declared = npyLayout(body);
+    const declared = boundedNpyLayout(body);
     return declared && [{ name: undefined, ...declared }];
   }
   if (!v2.grpc) return v2HeaderLayout(body, v2.headerLength);
@@ -186,7 +207,7 @@ function v2HeaderLayout(
 ): DeclaredTensor[] | undefined {
   const length = Number(headerLength);
   if (!Number.isInteger(length) || length <= 0 || length > body.length) return undefined;
-  if (length > MAX_DECLARED_V2_HEADER) return undefined;
+  if (length > MAX_DECLARED_HEADER) return undefined;
   try {
     const header: unknown = JSON.parse(
       Buffer.from(body.buffer, body.byteOffset, length).toString(),

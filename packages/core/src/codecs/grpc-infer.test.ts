@@ -31,6 +31,19 @@ describe('grpcInferLayout', () => {
     expect(parseGrpcInferRequest(typed).inputs.tensors[0]!.shape).toEqual([1, 2]);
   });
 
+  it('reads a bounded amount: many inputs, a long shape or name are left to the worker', () => {
+    const many = new WireWriter();
+    for (let i = 0; i < 65; i++) many.message(5, input(`x${i}`, 'FP32', [1]));
+    expect(grpcInferLayout(many.finish())).toBeUndefined();
+    const rank33 = new WireWriter().message(5, input('x', 'FP32', new Array(33).fill(1)));
+    expect(grpcInferLayout(rank33.finish())).toBeUndefined();
+    const named = new WireWriter().message(5, input('n'.repeat(300), 'FP32', [1]));
+    expect(grpcInferLayout(named.finish())).toBeUndefined();
+    // Within the bounds: read.
+    const fine = new WireWriter().message(5, input('x', 'FP32', new Array(32).fill(2)));
+    expect(grpcInferLayout(fine.finish())?.[0]?.shape).toHaveLength(32);
+  });
+
   it('declares nothing for bytes that are no request or an input without a name', () => {
     expect(grpcInferLayout(new Uint8Array([0x2a, 0xff, 0xff, 0xff]))).toBeUndefined();
     expect(grpcInferLayout(Uint8Array.of(0x0a, 0x05, 0x61))).toBeUndefined();

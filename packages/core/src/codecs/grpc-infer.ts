@@ -95,24 +95,57 @@ export function grpcInferTarget(message: Uint8Array): { model: string; version: 
   });
 }
 
+/** What grpcInferLayout reads at most before it leaves a request to the worker's decoder. */
+const DECLARED_LIMITS = { fields: 1024, inputs: 64, rank: 32, textBytes: 256 };
+
 /**
  * The inputs a ModelInferRequest declares (name, v2 datatype, shape), read without decoding
- * their contents: cheap enough for a queue to key the request by where it arrives. Undefined
- * for bytes that are no such message or an input without a name or valid shape.
+ * their contents: cheap enough for a queue to key the request by where it arrives, and bounded
+ * (DECLARED_LIMITS: fields walked, inputs, dimensions, name bytes) so that a hostile message
+ * costs the reading thread no more than a well-formed one. Undefined for bytes that are no such
+ * message, an input without a name or valid shape, or a message past those bounds.
  */
 export function grpcInferLayout(
   message: Uint8Array,
 ): { name: string; datatype: string; shape: number[] }[] | undefined {
+  let fields = 0;
+  const counted = () => ++fields <= DECLARED_LIMITS.fields;
   try {
     const reader = new WireReader(message);
     const inputs: { name: string; datatype: string; shape: number[] }[] = [];
     while (!reader.done) {
+      if (!counted()) return undefined;
       const { field, wire } = reader.tag();
-      if (field === 5) {
-        reader.expect(wire, LEN, 'an input');
-        const spec = readInput(reader.message(), false);
-        inputs.push({ name: spec.name, datatype: spec.datatype, shape: shapeOf(spec) });
-      } else reader.skip(wire);
+      if (field !== 5) {
+        reader.skip(wire);
+        continue;
+      }
+      reader.expect(wire, LEN, 'an input');
+      if (inputs.length === DECLARED_LIMITS.inputs) return undefined;
+      const input = reader.message();
+      const declared = { name: '', datatype: '', shape: [] as number[] };
+      while (!input.done) {
+        if (!counted()) return undefined;
+        const tag = input.tag();
+        if (tag.field === 1 || tag.field === 2) {
+          input.expect(tag.wire, LEN, 'an input name or datatype');
+          const text = input.bytes();
+          if (text.byteLength > DECLARED_LIMITS.textBytes) return undefined;
+          declared[tag.field === 1 ? 'name' : 'datatype'] = utf8.decode(text);
+        } else if (tag.field === 3) {
+          // Packed (one run) or one dimension a tag.
+          const dims = tag.wire === LEN ? input.message() : input;
+          if (dims === input) input.expect(tag.wire, VARINT, 'a dimension');
+          do {
+            if (declared.shape.length === DECLARED_LIMITS.rank) return undefined;
+            const dim = Number(BigInt.asIntN(64, dims.varint()));
+            if (!Number.isSafeInteger(dim) || dim < 0) return undefined;
+            declared.shape.push(dim);
+          } while (dims !== input && !dims.done);
+        } else input.skip(tag.wire);
+      }
+      if (!declared.name) return undefined;
+      inputs.push(declared);
     }
     return inputs;
   } catch {
@@ -197,7 +230,7 @@ function readRequest(message: Uint8Array) {
   return { id, specs, outputs, raw };
 }
 
-function readInput(reader: WireReader, withContents = true): InputSpec {
+function readInput(reader: WireReader): InputSpec {
   const spec: InputSpec = { name: '', datatype: '', shape: [], contents: undefined };
   while (!reader.done) {
     const { field, wire } = reader.tag();
@@ -206,7 +239,7 @@ function readInput(reader: WireReader, withContents = true): InputSpec {
       spec[field === 1 ? 'name' : 'datatype'] = reader.string();
     } else if (field === 3) {
       reader.repeated(wire, VARINT, (r) => BigInt.asIntN(64, r.varint()), spec.shape);
-    } else if (field === 5 && withContents) {
+    } else if (field === 5) {
       reader.expect(wire, LEN, 'input contents');
       spec.contents = readContents(reader.message(), spec.contents ?? {});
     } else reader.skip(wire);
