@@ -158,6 +158,21 @@ describe.skipIf(!run)('Python mode: what an HTTP request hands the handler', () 
       expect([
         ...new Float32Array(out!.buffer.slice(out!.byteOffset, out!.byteOffset + 8)),
       ]).toEqual([2, 5]);
+      // Raw contents at every offset past alignment (the id's length moves them): the values
+      // arrive intact, moved or not.
+      const raw = Buffer.from(Float32Array.of(1, 2.5, -3, 4).buffer);
+      for (let pad = 0; pad < 4; pad++) {
+        const moved = await grpc.call<{ raw_output_contents: Buffer[] }>('ModelInfer', {
+          model_name: 'double',
+          id: 'i'.repeat(pad),
+          inputs: [{ name: 'x', datatype: 'FP32', shape: [4] }],
+          raw_input_contents: [raw],
+        });
+        const [doubled] = moved.raw_output_contents;
+        expect([
+          ...new Float32Array(doubled!.buffer.slice(doubled!.byteOffset, doubled!.byteOffset + 16)),
+        ]).toEqual([2, 5, -6, 8]);
+      }
     } finally {
       grpc.close();
     }

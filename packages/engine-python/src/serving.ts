@@ -46,7 +46,7 @@ export function requestOf(input: ServingInput): PythonRequest {
     const body = input.body ?? new Uint8Array(0);
     const grpc = input.v2.grpc === true;
     const request = grpc
-      ? parseGrpcInferRequest(body)
+      ? parseGrpcInferRequest(body, { alignInPlace: input.owned === true })
       : parseV2Request(body, input.v2.headerLength);
     const model = { name: input.v2.model, version: input.v2.version };
     return {
