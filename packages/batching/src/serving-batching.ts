@@ -67,7 +67,8 @@ export function servingBucketOf(
       length = part && lengthOf(boundedNpyLayout(part.data)?.shape);
     } else if (input.body && !input.v2) {
       const zip = input.body[0] === 0x50 && input.body[1] === 0x4b; // PK: an .npz archive
-      length = lengthOf(zip ? npzShape(input.body, name) : boundedNpyLayout(input.body)?.shape);
+      const shapeOf = (npy: Uint8Array) => boundedNpyLayout(npy)?.shape;
+      length = lengthOf(zip ? npzShape(input.body, name, shapeOf) : shapeOf(input.body));
     }
     return length === undefined ? undefined : bucket(length);
   };

@@ -45,16 +45,31 @@ export function decodeNpz(bytes: Uint8Array, options: NpzDecodeOptions = {}): ND
 
 const LOCAL_HEADER = 0x04034b50;
 
+/** Entries npzShape looks through at most: a queue's key must cost its thread little. */
+const NPZ_SHAPE_ENTRIES = 64;
+
 /**
  * The shape of one entry of a stored .npz archive (`numpy.savez`; the entry `<name>.npy`,
  * else the first), read from the zip's local headers and the .npy header alone, cheap enough
- * for a queue to bucket requests by. Undefined for compressed or malformed archives.
+ * for a queue to bucket requests by. Undefined for compressed or malformed archives. Looks
+ * through the first 64 entries; `readShape` reads an entry's .npy header (a caller may bound
+ * what it parses).
  */
-export function npzShape(bytes: Uint8Array, name?: string): number[] | undefined {
+export function npzShape(
+  bytes: Uint8Array,
+  name?: string,
+  readShape: (npy: Uint8Array) => number[] | undefined = npyShape,
+): number[] | undefined {
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   let first: number[] | undefined;
   let offset = 0;
-  while (offset + 30 <= bytes.length && view.getUint32(offset, true) === LOCAL_HEADER) {
+  for (
+    let entries = 0;
+    entries < NPZ_SHAPE_ENTRIES &&
+    offset + 30 <= bytes.length &&
+    view.getUint32(offset, true) === LOCAL_HEADER;
+    entries++
+  ) {
     const flags = view.getUint16(offset + 6, true);
     const method = view.getUint16(offset + 8, true);
     const size = view.getUint32(offset + 18, true);
@@ -62,7 +77,7 @@ export function npzShape(bytes: Uint8Array, name?: string): number[] | undefined
     const start = nameEnd + view.getUint16(offset + 28, true);
     // Deflated entries, and sizes written after the data (flag bit 3), are not read here.
     if (method !== 0 || (flags & 8) !== 0 || start + size > bytes.length) break;
-    const shape = npyShape(bytes.subarray(start, start + size));
+    const shape = readShape(bytes.subarray(start, start + size));
     if (name === undefined) return shape;
     if (String.fromCharCode(...bytes.subarray(offset + 30, nameEnd)) === `${name}.npy`)
       return shape;

@@ -82,4 +82,25 @@ describe('shapes read from headers alone', () => {
     expect(npzShape(npz, 'missing')).toEqual([1, 3]);
     expect(npzShape(encodeNpz(NDList.of(ids), { compress: true }))).toBeUndefined();
   });
+
+  it('looks through 64 entries at most, reading each header as the caller asks', () => {
+    const many = NDList.of(
+      ...Array.from(
+        { length: 70 },
+        (_, i) => new Tensor('float32', new Float32Array(i + 1), [1, i + 1], `t${i}`),
+      ),
+    );
+    const npz = encodeNpz(many);
+    expect(npzShape(npz, 't63')).toEqual([1, 64]);
+    // Past the 64th entry it stops looking: the first entry's shape stands.
+    expect(npzShape(npz, 't69')).toEqual([1, 1]);
+    const read: number[] = [];
+    expect(
+      npzShape(npz, 't2', (bytes) => {
+        read.push(bytes.byteLength);
+        return undefined;
+      }),
+    ).toBeUndefined();
+    expect(read).toHaveLength(3);
+  });
 });
