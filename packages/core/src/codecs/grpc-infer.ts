@@ -96,25 +96,49 @@ export function grpcInferTarget(message: Uint8Array): { model: string; version: 
 }
 
 /** What grpcInferLayout reads at most before it leaves a request to the worker's decoder. */
+/**
+ * What grpcInferLayout reads at most before it leaves a request to the worker's decoder:
+ * fields walked, inputs, dimensions of one input, bytes of a name or datatype.
+ */
 const DECLARED_LIMITS = { fields: 1024, inputs: 64, rank: 32, textBytes: 256 };
 
+/** Thrown (and caught) where a message outgrows DECLARED_LIMITS. */
+class PastLimits extends Error {}
+
+/** Counts what readInput reads against DECLARED_LIMITS; it throws PastLimits past them. */
+class ReadBudget {
+  private fields = DECLARED_LIMITS.fields;
+
+  field(): void {
+    if (--this.fields < 0) throw new PastLimits();
+  }
+
+  dimension(rank: number): void {
+    if (rank >= DECLARED_LIMITS.rank) throw new PastLimits();
+  }
+
+  text(bytes: Uint8Array): Uint8Array {
+    if (bytes.byteLength > DECLARED_LIMITS.textBytes) throw new PastLimits();
+    return bytes;
+  }
+}
+
 /**
- * The inputs a ModelInferRequest declares (name, v2 datatype, shape), read without decoding
- * their contents: cheap enough for a queue to key the request by where it arrives, and bounded
- * (DECLARED_LIMITS: fields walked, inputs, dimensions, name bytes) so that a hostile message
- * costs the reading thread no more than a well-formed one. Undefined for bytes that are no such
- * message, an input without a name or valid shape, or a message past those bounds.
+ * The inputs a ModelInferRequest declares (name, v2 datatype, shape), read without their
+ * contents: cheap enough for a queue to key the request by where it arrives, and bounded
+ * (DECLARED_LIMITS) so that a hostile message costs the reading thread no more than a
+ * well-formed one. Undefined for bytes that are no such message, an input without a name or
+ * valid shape, or a message past those bounds.
  */
 export function grpcInferLayout(
   message: Uint8Array,
 ): { name: string; datatype: string; shape: number[] }[] | undefined {
-  let fields = 0;
-  const counted = () => ++fields <= DECLARED_LIMITS.fields;
+  const budget = new ReadBudget();
   try {
     const reader = new WireReader(message);
     const inputs: { name: string; datatype: string; shape: number[] }[] = [];
     while (!reader.done) {
-      if (!counted()) return undefined;
+      budget.field();
       const { field, wire } = reader.tag();
       if (field !== 5) {
         reader.skip(wire);
@@ -122,30 +146,8 @@ export function grpcInferLayout(
       }
       reader.expect(wire, LEN, 'an input');
       if (inputs.length === DECLARED_LIMITS.inputs) return undefined;
-      const input = reader.message();
-      const declared = { name: '', datatype: '', shape: [] as number[] };
-      while (!input.done) {
-        if (!counted()) return undefined;
-        const tag = input.tag();
-        if (tag.field === 1 || tag.field === 2) {
-          input.expect(tag.wire, LEN, 'an input name or datatype');
-          const text = input.bytes();
-          if (text.byteLength > DECLARED_LIMITS.textBytes) return undefined;
-          declared[tag.field === 1 ? 'name' : 'datatype'] = utf8.decode(text);
-        } else if (tag.field === 3) {
-          // Packed (one run) or one dimension a tag.
-          const dims = tag.wire === LEN ? input.message() : input;
-          if (dims === input) input.expect(tag.wire, VARINT, 'a dimension');
-          do {
-            if (declared.shape.length === DECLARED_LIMITS.rank) return undefined;
-            const dim = Number(BigInt.asIntN(64, dims.varint()));
-            if (!Number.isSafeInteger(dim) || dim < 0) return undefined;
-            declared.shape.push(dim);
-          } while (dims !== input && !dims.done);
-        } else input.skip(tag.wire);
-      }
-      if (!declared.name) return undefined;
-      inputs.push(declared);
+      const spec = readInput(reader.message(), budget);
+      inputs.push({ name: spec.name, datatype: spec.datatype, shape: shapeOf(spec) });
     }
     return inputs;
   } catch {
@@ -230,16 +232,30 @@ function readRequest(message: Uint8Array) {
   return { id, specs, outputs, raw };
 }
 
-function readInput(reader: WireReader): InputSpec {
+/**
+ * One InferInputTensor. With a `budget` (a queue's look at the request), its contents are
+ * skipped and what it reads is counted against DECLARED_LIMITS.
+ */
+function readInput(reader: WireReader, budget?: ReadBudget): InputSpec {
   const spec: InputSpec = { name: '', datatype: '', shape: [], contents: undefined };
   while (!reader.done) {
+    budget?.field();
     const { field, wire } = reader.tag();
     if (field === 1 || field === 2) {
       reader.expect(wire, LEN, field === 1 ? 'an input name' : 'an input datatype');
-      spec[field === 1 ? 'name' : 'datatype'] = reader.string();
+      const text = budget ? utf8.decode(budget.text(reader.bytes())) : reader.string();
+      spec[field === 1 ? 'name' : 'datatype'] = text;
     } else if (field === 3) {
-      reader.repeated(wire, VARINT, (r) => BigInt.asIntN(64, r.varint()), spec.shape);
-    } else if (field === 5) {
+      reader.repeated(
+        wire,
+        VARINT,
+        (r) => {
+          budget?.dimension(spec.shape.length);
+          return BigInt.asIntN(64, r.varint());
+        },
+        spec.shape,
+      );
+    } else if (field === 5 && !budget) {
       reader.expect(wire, LEN, 'input contents');
       spec.contents = readContents(reader.message(), spec.contents ?? {});
     } else reader.skip(wire);
