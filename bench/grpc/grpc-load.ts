@@ -45,7 +45,8 @@ export async function runGrpcLoad(options: GrpcLoadOptions): Promise<GrpcLoadRes
         while (performance.now() < deadline) {
           requests++;
           try {
-            options.check?.(await infer(options.request));
+            const response = await infer(options.request);
+            options.check?.(response);
           } catch {
             errors++;
           }
