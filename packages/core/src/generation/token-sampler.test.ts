@@ -128,6 +128,17 @@ describe('TokenSampler', () => {
     expect(checked).toBe(4 * (300 + 300 + 200 + 100 + 12));
   });
 
+  it('greedy: the first of the highest logits, unless a penalty or a mask reshapes them', () => {
+    const logits = Float32Array.of(0.5, 3, 3, 2);
+    expect(new TokenSampler({ doSample: false }).next(logits, [1])).toBe(1);
+    // The repeated token falls behind its tie: 3 ÷ 2 < 3.
+    expect(new TokenSampler({ doSample: false, repetitionPenalty: 2 }).next(logits, [1])).toBe(2);
+    // A grammar that allows token 3 alone.
+    expect(new TokenSampler({ doSample: false }).next(logits, [], Int32Array.of(1 << 3))).toBe(3);
+    // The logits themselves are left as they were.
+    expect([...logits]).toEqual([0.5, 3, 3, 2]);
+  });
+
   it('agrees where a mass or the draw lands exactly on a boundary', () => {
     // Equal logits: cumulative masses hit 1/4, 1/2, 3/4 exactly.
     const flat = new Float32Array(4);

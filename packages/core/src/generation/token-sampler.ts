@@ -59,6 +59,10 @@ export class TokenSampler {
    * format's grammar gives it), only among those tokens.
    */
   next(logits: Float32Array, history: readonly number[], allowed?: Int32Array): number {
+    // Greedy, with no penalty or grammar to reshape the scores: the logits' own argmax, read in
+    // place (a copy of a 32k-vocabulary row is 256 kB a token to write and collect).
+    if (!allowed && !this.params.doSample && (this.params.repetitionPenalty ?? 1) === 1)
+      return argmax(logits);
     const scores = this.penalised(logits, history);
     if (allowed) {
       let any = false;
@@ -253,8 +257,16 @@ class TokenHeap {
 
 /** Index of the largest score; the lowest index wins a tie. */
 export function argmax(scores: ArrayLike<number>): number {
+  // The best value kept in a local: reading it back from the array each time costs twice as much.
   let best = 0;
-  for (let i = 1; i < scores.length; i++) if (scores[i]! > scores[best]!) best = i;
+  let top = scores[0]!;
+  for (let i = 1; i < scores.length; i++) {
+    const score = scores[i]!;
+    if (score > top) {
+      top = score;
+      best = i;
+    }
+  }
   return best;
 }
 
