@@ -19,20 +19,13 @@ import { createGenerationPool } from '@kiln/worker-pool';
 import type { Tensor as OrtTensor } from 'onnxruntime-node';
 import { formatSpread, loadAverage, machineLine, median, spreadOf } from '../harness/figures.js';
 import { orderOf } from '../harness/rounds.js';
-import { makeWorkload } from '../rolling-batch/workload.js';
 import { type CeilingRequest, interpolatedCosts, oneAtATime, rolling } from './ceiling-model.js';
 import { LLM_MODEL_OPTIONS, llmModelFrom } from './llm-model.js';
+import { LLM_WORKLOAD_OPTIONS, llmWorkload } from './llm-workload.js';
 
 const { values } = parseArgs({
   options: {
-    requests: { type: 'string', default: '64' },
-    concurrency: { type: 'string', default: '16' },
-    'gap-ms': { type: 'string', default: '15' },
-    'prompt-min': { type: 'string', default: '8' },
-    'prompt-max': { type: 'string', default: '64' },
-    'output-min': { type: 'string', default: '8' },
-    'output-max': { type: 'string', default: '256' },
-    threads: { type: 'string', default: '2' },
+    ...LLM_WORKLOAD_OPTIONS,
     rounds: { type: 'string', default: '3' },
     /** Timed runs per point and round, after two untimed ones. */
     runs: { type: 'string', default: '5' },
@@ -121,16 +114,7 @@ async function timeRuns(input: Record<string, OrtTensor>): Promise<number> {
 }
 
 // The workload vs-transformers-js.ts sends (token ids do not change what a run costs).
-const workload = makeWorkload({
-  requests: Number(values.requests),
-  vocab: config.vocab_size,
-  promptMin: Number(values['prompt-min']),
-  promptMax: Number(values['prompt-max']),
-  outputMin: Number(values['output-min']),
-  outputMax: Number(values['output-max']),
-  meanGapMs: Number(values['gap-ms']),
-  seed: 7,
-});
+const workload = llmWorkload(values, config.vocab_size);
 const requests: CeilingRequest[] = workload.requests.map((job, i) => ({
   arrivalMs: workload.arrivalsMs[i]!,
   promptTokens: job.promptTokens.length,

@@ -21,9 +21,9 @@ import {
   spreadOf,
 } from '../harness/figures.js';
 import { orderOf } from '../harness/rounds.js';
-import { makeWorkload } from '../rolling-batch/workload.js';
 import { buildKilnCli, startKilnServe, stopChild } from '../server/contenders.js';
 import { LLM_MODEL_OPTIONS, llmModelFrom } from './llm-model.js';
+import { LLM_WORKLOAD_OPTIONS, llmWorkload } from './llm-workload.js';
 import {
   type StreamedAnswer,
   type StreamedRequest,
@@ -36,16 +36,8 @@ import {
 
 const { values } = parseArgs({
   options: {
-    requests: { type: 'string', default: '64' },
+    ...LLM_WORKLOAD_OPTIONS,
     rounds: { type: 'string', default: '3' },
-    /** ONNX Runtime intra-op threads, the same for both servers. */
-    threads: { type: 'string', default: '2' },
-    concurrency: { type: 'string', default: '16' },
-    'gap-ms': { type: 'string', default: '15' },
-    'prompt-min': { type: 'string', default: '8' },
-    'prompt-max': { type: 'string', default: '64' },
-    'output-min': { type: 'string', default: '8' },
-    'output-max': { type: 'string', default: '256' },
     /** Requests sent one at a time to both before the rounds, to check their tokens agree. */
     check: { type: 'string', default: '4' },
     /** Kiln listens on port…port + 2, transformers.js's server on port + 3. */
@@ -72,17 +64,9 @@ const words: number[] = [];
 for (let id = 0; id < tokenizer.vocabSize; id++)
   if (/^ ?[a-z]{2,}$/i.test(tokenizer.decode([id]))) words.push(id);
 if (words.length === 0) throw new Error(`${model.dir}: no token of the vocabulary is a word`);
-const workload = makeWorkload({
-  requests: Number(values.requests),
-  vocab: tokenizer.vocabSize,
-  promptMin: Number(values['prompt-min']),
-  promptMax: Number(values['prompt-max']),
-  outputMin: Number(values['output-min']),
-  outputMax: Number(values['output-max']),
-  meanGapMs: Number(values['gap-ms']),
-  seed: 7,
-  prompt: (pick, length) => Array.from({ length }, () => words[pick(words.length)]!),
-});
+const workload = llmWorkload(values, tokenizer.vocabSize, (pick, length) =>
+  Array.from({ length }, () => words[pick(words.length)]!),
+);
 const requests: StreamedRequest[] = workload.requests.map((job, i) => ({
   prompt: tokenizer.decode(job.promptTokens).trimStart(),
   maxNewTokens: job.maxNewTokens,
