@@ -1,33 +1,26 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { probeOrt } from '@kiln/engine-onnxruntime';
 import { kjvTextUnavailable, pythonTorchUnavailable } from '@kiln/model-tools';
 import { checkEngine } from '@kiln/testing';
 import { describe, expect, it } from 'vitest';
+import { runBench } from '../harness/run-bench.js';
 
 const { run: ort } = await checkEngine('OnnxRuntime', probeOrt);
 const missing = pythonTorchUnavailable() ?? kjvTextUnavailable();
 if (missing) console.warn(`skipping the LLM ceiling bench's run: ${missing}`);
-const RUN = fileURLToPath(new URL('./ceiling.ts', import.meta.url));
 
 describe.skipIf(!ort || missing !== null)('bench/llm/ceiling', () => {
   it('measures run costs, prints each ceiling and Kiln against them from the same round', async () => {
     // A one-layer decoder and a handful of short requests: the whole path, in seconds.
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
+    const stdout = await runBench(
+      new URL('./ceiling.ts', import.meta.url),
       [
-        '--conditions=@kiln/source',
-        '--import',
-        'tsx',
-        RUN,
         ...['--layers', '1', '--hidden', '64', '--heads', '4', '--kv-heads', '2'],
         ...['--vocab', '1000', '--max-len', '128', '--threads', '1'],
         ...['--rounds', '1', '--runs', '1', '--rows', '1,2', '--pasts', '4,16', '--prompts', '4,8'],
         ...['--requests', '4', '--prompt-min', '4', '--prompt-max', '8'],
         ...['--output-min', '4', '--output-max', '12', '--concurrency', '2'],
       ],
-      { timeout: 180_000 },
+      180_000,
     );
     const tokensPerS = (shape: string) =>
       Number(new RegExp(`rolling c2, ${shape}\\s+([\\d.]+) \\[`).exec(stdout)?.[1]);

@@ -1,34 +1,19 @@
-import { execFile } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { createOnnxRuntimeEngine } from '@kiln/engine-onnxruntime';
 import { checkEngine } from '@kiln/testing';
 import { describe, expect, it } from 'vitest';
+import { runBench } from '../harness/run-bench.js';
 
 const availability = await checkEngine('OnnxRuntime', async () => {
   await createOnnxRuntimeEngine().load();
   return null;
 });
-const RUN = fileURLToPath(new URL('./run.ts', import.meta.url));
 
 describe.runIf(availability.run)('bench/server', () => {
   it('runs Kiln, the naive server and the floor on the same answers and prints ratios against goals', async () => {
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [
-        '--conditions=@kiln/source',
-        '--import',
-        'tsx',
-        RUN,
-        '--only',
-        'mlp',
-        '--seconds',
-        '1',
-        '--rounds',
-        '1',
-        '--no-ping',
-      ],
-      { timeout: 120_000 },
+    const stdout = await runBench(
+      new URL('./run.ts', import.meta.url),
+      ['--only', 'mlp', '--seconds', '1', '--rounds', '1', '--no-ping'],
+      120_000,
     );
     expect(stdout).toMatch(/naive koa\+ort\s+[\d.]+ \[/);
     // The floor (Kiln's design written bare) answers the same numbers, or the run stops.
