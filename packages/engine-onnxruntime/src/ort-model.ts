@@ -7,6 +7,7 @@ import {
   type ServingProperties,
   type TensorDescriptor,
 } from '@kiln/core';
+import { type ServedModelFile, openServed } from './decoder/new-kv-model-file.js';
 import { type OrtStepDecoder, createOrtStepDecoder } from './decoder/ort-step-decoder.js';
 import { OrtExecutionContext } from './ort-execution-context.js';
 import { findModelFile, modelFileBytes } from './model-file.js';
@@ -48,6 +49,8 @@ export class OrtModel implements Model {
     readonly outputs: readonly TensorDescriptor[],
     private readonly bytes: number,
     private readonly weightSharing: WeightSharing,
+    /** The file the sessions open: a decoder's copy with its new positions as outputs. */
+    private readonly served: ServedModelFile,
     private spare: { session: SessionRunner; settings: ContextSettings } | undefined,
   ) {
     this.contexts = new OpenContexts(name);
@@ -68,7 +71,11 @@ export class OrtModel implements Model {
       intraOpNumThreads: config.intraOpNumThreads ?? request.intraOpThreads,
       cpuCores: request.cpuCores,
     };
-    const session = await SessionRunner.create(modelPath, first);
+    const { opened: session, served } = await openServed(
+      modelPath,
+      config.optimizedModelCache,
+      (path) => SessionRunner.create(path, first),
+    );
     const size = await modelFileBytes(modelPath);
     return new OrtModel(
       request.name,
@@ -81,6 +88,7 @@ export class OrtModel implements Model {
       session.outputs,
       size,
       session.weightSharing,
+      served,
       { session, settings: contextSettings(first) },
     );
   }
@@ -126,7 +134,7 @@ export class OrtModel implements Model {
     if (spare && JSON.stringify(contextSettings(config)) === JSON.stringify(spare.settings))
       return spare.session;
     await spare?.session.close();
-    return SessionRunner.create(this.modelPath, config);
+    return SessionRunner.create(this.served.path, config);
   }
 
   describe(): Record<string, unknown> {
@@ -148,5 +156,6 @@ export class OrtModel implements Model {
     const spare = this.spare;
     this.spare = undefined;
     await this.contexts.closeAll(spare?.session.close());
+    await this.served.release();
   }
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { KilnError, KilnErrorCode, NDList, type TensorDescriptor, bindInputs } from '@kiln/core';
 import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
 import { namesWithoutShape } from './declared-shapes.js';
+import { NEW_KV_OUTPUT_PREFIX } from './decoder/new-kv-outputs.js';
 import { providerProblem } from './execution-providers.js';
 
 import { type OrtModule, loadOrt } from './ort-loader.js';
@@ -26,12 +27,18 @@ export interface RunTiming {
  */
 export class SessionRunner {
   private profilingOpen: boolean;
+  private readonly outputNames: readonly string[];
 
   private constructor(
     private readonly ort: OrtModule,
     private readonly session: InferenceSession,
     readonly inputs: readonly TensorDescriptor[],
     readonly outputs: readonly TensorDescriptor[],
+    /**
+     * Outputs Kiln added to the model for its own use (a decoder's new positions, see
+     * withNewKvOutputs): fetched only when a run names them, never described.
+     */
+    readonly addedOutputs: readonly TensorDescriptor[],
     private readonly profileDir: string | undefined,
     /** Whether the weights are the process's shared copy, or why not. */
     readonly weightSharing: WeightSharing,
@@ -43,6 +50,7 @@ export class SessionRunner {
       { weights?: ArrayBuffer | undefined; release?: (() => void) | undefined } | undefined,
   ) {
     this.profilingOpen = profileDir !== undefined;
+    this.outputNames = outputs.map((d) => d.name);
   }
 
   static async create(modelPath: string, config: OrtSessionConfig): Promise<SessionRunner> {
@@ -73,17 +81,26 @@ export class SessionRunner {
     }
     const { session, weights, sharing, release } = opened;
     try {
-      const metadata = [...session.inputMetadata, ...session.outputMetadata];
+      const added = (m: { name: string }) => m.name.startsWith(NEW_KV_OUTPUT_PREFIX);
+      const metadata = [...session.inputMetadata, ...session.outputMetadata].filter(
+        (m) => !added(m),
+      );
       // ORT reports "no shape declared" as [], like a scalar: only the model file tells.
       const unshaped = metadata.some((m) => m.isTensor && m.shape.length === 0)
         ? namesWithoutShape(await readFile(modelPath))
         : new Set<string>();
       const inputs = session.inputMetadata.map((m) => toDescriptor(m, 'input', unshaped));
       const outputs = session.outputMetadata.map((m) => toDescriptor(m, 'output', unshaped));
-      return new SessionRunner(ort, session, inputs, outputs, profileDir, sharing, {
-        weights,
-        release,
-      });
+      return new SessionRunner(
+        ort,
+        session,
+        inputs,
+        outputs.filter((d) => !added(d)),
+        outputs.filter(added),
+        profileDir,
+        sharing,
+        { weights, release },
+      );
     } catch (error) {
       await session.release();
       release?.();
@@ -92,22 +109,29 @@ export class SessionRunner {
     }
   }
 
-  /** Runs the model once. Inputs are checked first; ORT failures become ENGINE_ERROR. */
-  async run(input: NDList): Promise<{ output: NDList; timing: RunTiming }> {
+  /**
+   * Runs the model once, handing back the described outputs or, when `fetch` names them,
+   * those (added outputs included). Inputs are checked first; ORT failures become
+   * ENGINE_ERROR.
+   */
+  async run(
+    input: NDList,
+    fetch?: readonly string[],
+  ): Promise<{ output: NDList; timing: RunTiming }> {
     const tensors = bindInputs(input, this.inputs);
     const feeds: Record<string, OrtTensor> = {};
     this.inputs.forEach((d, i) => (feeds[d.name] = toOrtTensor(this.ort, tensors[i]!)));
+    const names = fetch ?? this.outputNames;
     let results: InferenceSession.ReturnType;
     const start = performance.now();
     try {
-      results = await this.session.run(feeds);
+      // Named, so that ORT leaves the added outputs in place rather than copying them out.
+      results = await this.session.run(feeds, names);
     } catch (error) {
       throw KilnError.wrap(error, KilnErrorCode.EngineError, 'OnnxRuntime run failed');
     }
     const timing = { startedAt: performance.timeOrigin + start, runMs: performance.now() - start };
-    const output = new NDList(
-      this.outputs.map((d) => fromOrtTensor(d.name, results[d.name] as OrtTensor)),
-    );
+    const output = new NDList(names.map((name) => fromOrtTensor(name, results[name] as OrtTensor)));
     return { output, timing };
   }
 

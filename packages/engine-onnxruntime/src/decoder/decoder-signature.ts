@@ -13,6 +13,8 @@ export interface DecoderSignature {
   readonly logitsToKeep: string | undefined;
   /** What the pasts and presents hold: float32 (default), or float16 (an fp16 export). */
   readonly cacheType?: CacheType;
+  /** The session also hands back each run's new positions alone (see withNewKvOutputs). */
+  readonly newKvOutputs?: boolean;
 }
 
 /** The KV cache's element type; float16 is held as its raw bits, as Kiln's tensors hold it. */

@@ -4,7 +4,9 @@ import type { DecoderSignature } from './decoder-signature.js';
 import { KvBatchRunner } from './kv-batch-runner.js';
 import { KvCache } from './kv-cache.js';
 import { ResidentBatch } from './resident-batch.js';
+import { newKvOutputName } from './new-kv-outputs.js';
 import { DecodeRunCosts } from './run-costs.js';
+import { SlotBatch } from './slot-batch.js';
 
 const SIGNATURE: DecoderSignature = {
   layers: 2,
@@ -52,6 +54,54 @@ function recordingSession() {
     const logits = new Float32Array(batch * fresh * SIGNATURE.vocabSize);
     out.push(new Tensor('float32', logits, [batch, fresh, SIGNATURE.vocabSize], 'logits'));
     runs.push({ pasts, presents });
+    return new NDList(out);
+  };
+  return { run, runs };
+}
+
+/**
+ * A decoder session that hands back each run's new positions alone when asked (see
+ * withNewKvOutputs): position p of a row holds run number × 100 + p, so that the test can
+ * tell which run computed what. It keeps what each run was fed and fetched.
+ */
+function newPositionsSession() {
+  const runs: { pasts: Float32Array[]; masks: bigint[][]; fetch: readonly string[] | undefined }[] =
+    [];
+  const run = async (inputs: NDList, fetch?: readonly string[]): Promise<NDList> => {
+    const [batch, fresh] = inputs.get('input_ids').shape as [number, number];
+    const { heads, headSize, vocabSize } = SIGNATURE;
+    const out: Tensor[] = [];
+    const pasts: Float32Array[] = [];
+    for (let index = 0; index < PASTS; index++) {
+      const layer = index >> 1;
+      const kind = index & 1 ? 'value' : 'key';
+      pasts.push(inputs.get(`past_key_values.${layer}.${kind}`).data as Float32Array);
+      const positions = new Float32Array(batch * heads * fresh * headSize);
+      for (let p = 0; p < positions.length; p++)
+        positions[p] = (runs.length + 1) * 100 + (Math.floor(p / headSize) % fresh);
+      out.push(
+        new Tensor(
+          'float32',
+          positions,
+          [batch, heads, fresh, headSize],
+          newKvOutputName(layer, kind),
+        ),
+      );
+    }
+    const mask = inputs.get('attention_mask');
+    const width = mask.shape[1]!;
+    const masks = Array.from({ length: batch }, (_, row) => [
+      ...(mask.data as BigInt64Array).subarray(row * width, (row + 1) * width),
+    ]);
+    out.push(
+      new Tensor(
+        'float32',
+        new Float32Array(batch * fresh * vocabSize),
+        [batch, fresh, vocabSize],
+        'logits',
+      ),
+    );
+    runs.push({ pasts, masks, fetch });
     return new NDList(out);
   };
   return { run, runs };
@@ -122,5 +172,59 @@ describe('KvBatchRunner', () => {
     expect(caches).not.toHaveBeenCalled();
     expect(residents).not.toHaveBeenCalled();
     expect(observed).toHaveBeenCalledWith(2, 43, expect.any(Number));
+  });
+
+  describe('with the new positions as outputs', () => {
+    const signature: DecoderSignature = { ...SIGNATURE, newKvOutputs: true };
+
+    it('feeds a steady decode batch its caches in place, masked after each row, fetching only logits and new positions', async () => {
+      const session = newPositionsSession();
+      const runner = new KvBatchRunner(session.run, signature, 512);
+      const ids = [1, 2, 3];
+      await runner.step(ids.map((id) => ({ id, tokens: Array.from({ length: id * 2 }, () => 7) })));
+      expect(session.runs[0]!.fetch).toEqual([
+        'logits',
+        ...['0.key', '0.value', '1.key', '1.value'].map((n) => `kiln_new_kv.${n}`),
+      ]);
+      await runner.step(ids.map((id) => ({ id, tokens: [1] })));
+      const caches = vi.spyOn(KvCache.prototype, 'gatherInto');
+      const before = session.runs.length;
+      for (let step = 0; step < 5; step++)
+        await runner.step(ids.map((id) => ({ id, tokens: [1] })));
+      expect(caches).not.toHaveBeenCalled();
+      const steady = session.runs.slice(before - 1);
+      for (const { pasts } of steady.slice(1))
+        pasts.forEach((past, index) => expect(past.buffer).toBe(steady[0]!.pasts[index]!.buffer));
+      // Row 0 (2 prompt positions, then 6 decoded): filled, masked spare, the new token.
+      const { masks } = steady.at(-1)!;
+      const width = masks[0]!.length;
+      expect(masks[0]!.slice(0, 8)).toEqual(Array.from({ length: 7 }, () => 1n).concat([0n]));
+      expect(masks[0]![width - 1]).toBe(1n);
+      expect(masks[0]!.filter((m) => m === 1n)).toHaveLength(8);
+      // The positions each run computed, in order: the prompt's, then one a decode step.
+      const [keys] = steady.at(-1)!.pasts;
+      const capacity = (width - 1) as number;
+      const row0 = Array.from({ length: 7 }, (_, p) => keys![p * SIGNATURE.headSize]!);
+      expect(row0).toEqual([100, 101, 200, 300, 400, 500, 600]);
+      expect(keys!.length).toBe(3 * SIGNATURE.heads * capacity * SIGNATURE.headSize);
+    });
+
+    it('moves only the rows that join or leave a run', async () => {
+      const session = newPositionsSession();
+      const runner = new KvBatchRunner(session.run, signature, 512);
+      await runner.step([1, 2, 3].map((id) => ({ id, tokens: [5, 6, 7] })));
+      await runner.step([1, 2, 3].map((id) => ({ id, tokens: [1] })));
+      const added = vi.spyOn(SlotBatch.prototype, 'add');
+      const removed = vi.spyOn(SlotBatch.prototype, 'remove');
+      runner.release(2);
+      await runner.step([4].map((id) => ({ id, tokens: [5, 6] })));
+      await runner.step([1, 3, 4].map((id) => ({ id, tokens: [1] })));
+      expect(removed.mock.calls.map(([id]) => id)).toEqual([2]);
+      expect(added.mock.calls.map(([id]) => id)).toEqual([4]);
+      // Each sequence still sees its own positions: 3 prompt, then its decoded ones.
+      const last = session.runs.at(-1)!;
+      expect(last.masks.map((m) => m.filter((v) => v === 1n).length)).toEqual([5, 5, 3]);
+      expect(runner.allocatedValues).toBeGreaterThan(0);
+    });
   });
 });

@@ -1,11 +1,16 @@
 import { KilnError, KilnErrorCode, NDList, Tensor, fromFloat16BitsArray } from '@kiln/core';
 import { type CacheArray, type DecoderSignature, cacheArray } from './decoder-signature.js';
 import { KvCache } from './kv-cache.js';
+import { newKvOutputName } from './new-kv-outputs.js';
 import { ResidentBatch } from './resident-batch.js';
 import type { DecodeRunCosts } from './run-costs.js';
+import { SlotBatch } from './slot-batch.js';
 
-/** Runs one batch of named inputs through the decoder's session. */
-export type RunSession = (inputs: NDList) => Promise<NDList>;
+/**
+ * Runs one batch of named inputs through the decoder's session, handing back the outputs
+ * `fetch` names (by default the model's own).
+ */
+export type RunSession = (inputs: NDList, fetch?: readonly string[]) => Promise<NDList>;
 
 export interface KvStepEntry {
   readonly id: number;
@@ -27,15 +32,22 @@ export interface KvStepEntry {
  *
  * Entries run as the scheduler grouped them (each entry's `run`): the rolling loop splits
  * decode rows by past length where padding them together would cost more than another run,
- * weighing `runCost`, which this runner learns from the decode runs it times. Each decode
- * run's caches stay in the tensors the session returned (a ResidentBatch) for as long as the
- * steps bring the same runs, so most decode steps copy no cache at all; other runs regroup
- * and gather again.
+ * weighing `runCost`, which this runner learns from the decode runs it times.
+ *
+ * A decoder that hands back each run's new positions alone (`signature.newKvOutputs`) keeps
+ * each decode run's caches in a SlotBatch: a step feeds them in place and appends one
+ * position a row, and a sequence that joins or leaves moves one row. Any other keeps each
+ * decode run's caches in the presents the session returned (a ResidentBatch) for as long as
+ * the steps bring the same runs; other runs regroup and gather again.
  */
 export class KvBatchRunner {
   private readonly caches = new Map<number, KvCache>();
   private residents: ResidentBatch[] = [];
   private readonly residentOf = new Map<number, ResidentBatch>();
+  private slots: SlotBatch[] = [];
+  private readonly slotOf = new Map<number, SlotBatch>();
+  /** What a run fetches when the decoder hands back its new positions: logits and those. */
+  private readonly fetch: readonly string[] | undefined;
 
   constructor(
     private readonly run: RunSession,
@@ -47,7 +59,11 @@ export class KvBatchRunner {
      * Infinity keeps every decode step one run.
      */
     private readonly runCosts: number | DecodeRunCosts = Infinity,
-  ) {}
+  ) {
+    this.fetch = signature.newKvOutputs
+      ? ['logits', ...Array.from({ length: signature.layers * 2 }, (_, i) => this.freshName(i))]
+      : undefined;
+  }
 
   /** What one more decode run is taken to cost now, in padded positions. */
   get runCost(): number {
@@ -58,6 +74,7 @@ export class KvBatchRunner {
   get allocatedValues(): number {
     let values = 0;
     for (const resident of this.residents) values += resident.allocatedValues;
+    for (const slot of this.slots) values += slot.allocatedValues;
     for (const cache of this.caches.values()) values += cache.allocatedValues;
     return values;
   }
@@ -84,6 +101,10 @@ export class KvBatchRunner {
     // A prefill chunk appends to its sequence's own cache, so it must hold every position.
     if (prefill.some((run) => run.some((i) => this.residentOf.has(entries[i]!.id))))
       this.dissolveResidents();
+    for (const { id } of prefill.flat().map((i) => entries[i]!)) {
+      this.slotOf.get(id)?.remove(id, this.cache(id));
+      this.slotOf.delete(id);
+    }
     const logits: Float32Array[] = new Array(entries.length);
     if (decode.length > 0) await this.runDecode(entries, decode, logits);
     for (const run of prefill) {
@@ -104,7 +125,48 @@ export class KvBatchRunner {
   }
 
   private lengthOf(id: number): number {
-    return this.residentOf.get(id)?.lengthOf(id) ?? this.cache(id).length;
+    return (
+      this.slotOf.get(id)?.lengthOf(id) ??
+      this.residentOf.get(id)?.lengthOf(id) ??
+      this.cache(id).length
+    );
+  }
+
+  /**
+   * Gives each run the slot batch holding most of its rows; rows that left a run move out
+   * (into their own caches while their sequences live), and rows new to it move in.
+   */
+  private reconcileSlots(runs: readonly (readonly number[])[]): void {
+    const wanted = runs.map((ids) => new Set(ids));
+    const pairs = runs.flatMap((ids, run) =>
+      this.slots.map((slot) => ({ run, slot, shared: ids.filter((id) => slot.has(id)).length })),
+    );
+    pairs.sort((a, b) => b.shared - a.shared);
+    const assigned: (SlotBatch | undefined)[] = runs.map(() => undefined);
+    for (const { run, slot, shared } of pairs)
+      if (shared > 0 && !assigned[run] && !assigned.includes(slot)) assigned[run] = slot;
+    for (const slot of this.slots) {
+      const keep = wanted[assigned.indexOf(slot)];
+      for (const id of [...slot.ids]) {
+        if (keep?.has(id)) continue;
+        slot.remove(id, this.caches.get(id));
+        this.slotOf.delete(id);
+      }
+    }
+    const { layers, heads, headSize, cacheType } = this.signature;
+    this.slots = runs.map((ids, run) => {
+      const slot =
+        assigned[run] ??
+        new SlotBatch(layers, heads, headSize, this.maxSequenceLength - 1, cacheType);
+      for (const id of ids) {
+        if (slot.has(id)) continue;
+        const cache = this.cache(id);
+        slot.add(id, cache);
+        cache.clear();
+        this.slotOf.set(id, slot);
+      }
+      return slot;
+    });
   }
 
   /** Moves the resident groups' live sequences, except `keep`, back into caches of their own. */
@@ -119,45 +181,44 @@ export class KvBatchRunner {
     this.residentOf.clear();
   }
 
-  /** One token per sequence, run by run: on the resident batches while the runs stay the same. */
+  /**
+   * One token per sequence, run by run, each run on a batch kept from step to step: slot
+   * batches fed in place where the session hands back new positions, else resident batches
+   * while the runs stay the same.
+   */
   private async runDecode(
     entries: readonly KvStepEntry[],
     runs: readonly (readonly number[])[],
     logits: Float32Array[],
   ): Promise<void> {
     const ids = runs.map((run) => run.map((i) => entries[i]!.id));
-    if (!this.residentsAre(ids)) this.regroup(ids);
+    let batches: readonly DecodeBatch[];
+    if (this.fetch) {
+      if (!eachRunIsOneBatch(ids, this.slotOf, this.slots.length)) this.reconcileSlots(ids);
+      batches = this.slots;
+    } else {
+      if (!eachRunIsOneBatch(ids, this.residentOf, this.residents.length)) this.regroup(ids);
+      batches = this.residents;
+    }
     const index = new Map(entries.map((e, i) => [e.id, i]));
-    for (const run of ids) {
-      const resident = this.residentOf.get(run[0]!)!;
-      // The resident batch's rows, in its own order.
-      const rows = resident.ids.map((id) => index.get(id)!);
+    for (const batch of batches) {
+      batch.prepare();
+      // The batch's rows, in its own order.
+      const rows = batch.ids.map((id) => index.get(id)!);
       const group = rows.map((i) => entries[i]!);
       const started = performance.now();
       const output = await this.runSession(
         group,
-        resident.lengths,
-        resident.past,
-        resident.tensors,
+        batch.lengths,
+        batch.past,
+        batch.pasts(),
+        batch.align,
       );
       if (typeof this.runCosts !== 'number')
-        this.runCosts.observe(group.length, resident.past, performance.now() - started);
-      resident.advance(this.presents(output));
+        this.runCosts.observe(group.length, batch.past, performance.now() - started);
+      batch.advance(this.fetch ? this.freshPositions(output) : this.presents(output));
       this.logitsOf(output, group, 1).forEach((row, j) => (logits[rows[j]!] = row));
     }
-  }
-
-  /** Whether each run holds exactly the rows of one resident batch. */
-  private residentsAre(runs: readonly (readonly number[])[]): boolean {
-    if (runs.length !== this.residents.length) return false;
-    return runs.every((ids) => {
-      const resident = this.residentOf.get(ids[0]!);
-      return (
-        resident !== undefined &&
-        resident.ids.length === ids.length &&
-        ids.every((id) => this.residentOf.get(id) === resident)
-      );
-    });
   }
 
   /** Gathers each run's pasts into a resident batch of its own. */
@@ -197,18 +258,22 @@ export class KvBatchRunner {
         entries.map((e) => e.id),
         past,
       ),
+      'right',
     );
-    const presents = this.presents(output);
+    // The new positions alone [batch, heads, fresh, head], or the presents after the past.
+    const [sources, total, start] = this.fetch
+      ? [this.freshPositions(output), fresh, 0]
+      : [this.presents(output), past + fresh, past];
     entries.forEach(({ tokens }, row) => states[row]!.reserve(tokens.length));
-    presents.forEach((present, index) =>
+    sources.forEach((source, index) =>
       entries.forEach(({ tokens }, row) =>
         states[row]!.appendFrom(
           index >> 1,
           index & 1 ? 'value' : 'key',
-          present,
+          source,
           row,
-          past + fresh,
-          past,
+          total,
+          start,
           tokens.length,
         ),
       ),
@@ -231,11 +296,16 @@ export class KvBatchRunner {
     });
   }
 
+  /**
+   * Runs `entries` over their pasts: each row's `lengths[row]` positions at the end of the
+   * `past` positions ('right', after padding) or at their start ('left', masked spare after).
+   */
   private runSession(
     entries: readonly KvStepEntry[],
     lengths: readonly number[],
     past: number,
     pasts: readonly CacheArray[],
+    align: 'left' | 'right',
   ): Promise<NDList> {
     const { layers, heads, headSize, cacheType = 'float32' } = this.signature;
     const batch = entries.length;
@@ -250,7 +320,10 @@ export class KvBatchRunner {
         ids[row * fresh + t] = BigInt(tokens[t]!);
         positions[row * fresh + t] = BigInt(seen + t);
       }
-      mask.fill(1n, row * total + past - seen, row * total + past + tokens.length);
+      if (align === 'left') {
+        mask.fill(1n, row * total, row * total + seen);
+        mask.fill(1n, row * total + past, row * total + past + tokens.length);
+      } else mask.fill(1n, row * total + past - seen, row * total + past + tokens.length);
     });
     const tensors: Tensor[] = [
       new Tensor('int64', ids, [batch, fresh], 'input_ids'),
@@ -276,7 +349,19 @@ export class KvBatchRunner {
         );
       }
     }
-    return this.run(new NDList(tensors));
+    return this.run(new NDList(tensors), this.fetch);
+  }
+
+  /** The run's new positions per layer, key then value (see withNewKvOutputs). */
+  private freshPositions(output: NDList): CacheArray[] {
+    return Array.from(
+      { length: this.signature.layers * 2 },
+      (_, index) => output.get(this.freshName(index)).data as CacheArray,
+    );
+  }
+
+  private freshName(index: number): string {
+    return newKvOutputName(index >> 1, index & 1 ? 'value' : 'key');
   }
 
   /** present.{layer}.key|value, in the order of the pasts. */
@@ -301,6 +386,41 @@ export class KvBatchRunner {
         : (logits as Float32Array).slice(at, at + vocabSize);
     });
   }
+}
+
+/** A decode run's caches kept from step to step (a ResidentBatch or a SlotBatch). */
+interface DecodeBatch {
+  /** Sequence id of each row. */
+  readonly ids: readonly number[];
+  /** Filled positions of each row. */
+  readonly lengths: readonly number[];
+  /** Positions fed as each row's past. */
+  readonly past: number;
+  /** Where each row's positions sit among them: after padding, or from the first. */
+  readonly align: 'left' | 'right';
+  /** Makes the batch ready for the next step. */
+  prepare(): void;
+  /** The pasts fed: per layer key then value, [rows, heads, past, head]. */
+  pasts(): CacheArray[];
+  /** Takes in a step's presents (ResidentBatch) or new positions (SlotBatch). */
+  advance(positions: CacheArray[]): void;
+}
+
+/** Whether each run holds exactly the rows of one batch, of `batches` in all. */
+function eachRunIsOneBatch(
+  runs: readonly (readonly number[])[],
+  batchOf: ReadonlyMap<number, { readonly ids: readonly number[] }>,
+  batches: number,
+): boolean {
+  if (runs.length !== batches) return false;
+  return runs.every((ids) => {
+    const batch = batchOf.get(ids[0]!);
+    return (
+      batch !== undefined &&
+      batch.ids.length === ids.length &&
+      ids.every((id) => batchOf.get(id) === batch)
+    );
+  });
 }
 
 /**

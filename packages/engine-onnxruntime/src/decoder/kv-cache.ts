@@ -26,8 +26,9 @@ export class KvCache {
   }
 
   /**
-   * Copies this cache into row `row` of a batch tensor [batch, heads, past, head], right
-   * aligned: a shorter cache leaves its first positions as padding.
+   * Copies this cache into row `row` of a batch tensor [batch, heads, past, head], from
+   * position `offset`: by default right aligned, a shorter cache leaving its first positions
+   * as padding.
    */
   gatherInto(
     layer: number,
@@ -35,10 +36,10 @@ export class KvCache {
     target: CacheArray,
     row: number,
     past: number,
+    offset = past - this.length,
   ): void {
     const source = (kind === 'key' ? this.keys : this.values)[layer]!;
     const { heads, headSize, capacity, length } = this;
-    const offset = past - length;
     for (let h = 0; h < heads; h++) {
       const from = h * capacity * headSize;
       const to = ((row * heads + h) * past + offset) * headSize;

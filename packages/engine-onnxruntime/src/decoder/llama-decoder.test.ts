@@ -133,6 +133,7 @@ describe.skipIf(!run)('a Llama-style decoder in a transformers.js folder', () =>
         useCacheBranch: false,
         logitsToKeep: undefined,
         cacheType: 'float32',
+        newKvOutputs: true,
       });
       expect(decoder.maxSequenceLength).toBe(128);
       expect(decoder.eosTokenId).toBe(0);
@@ -167,6 +168,8 @@ describe.skipIf(!run)('a Llama-style decoder in a transformers.js folder', () =>
       expect(decoder.signature).toMatchObject({
         useCacheBranch: true,
         logitsToKeep: 'num_logits_to_keep',
+        // Weights in another file: hard-linked beside the copy with the new positions.
+        newKvOutputs: true,
       });
       expect(await rollingGreedy(decoder, PROMPTS, 4)).toEqual(merged.greedy);
     });
@@ -195,6 +198,8 @@ describe.skipIf(!run)('a Llama-style decoder in a transformers.js folder', () =>
     await writeFile(join(model.dir, 'onnx', 'model_fp16.onnx'), encodeOnnxModel(fp16));
     await withDecoder(model.dir, { dtype: 'fp16' }, async (decoder) => {
       expect(decoder.signature.cacheType).toBe('float16');
+      // Its presents are Casts of float32 Concats: served as it is, the presents fetched whole.
+      expect(decoder.signature.newKvOutputs).toBe(false);
       // Half the bytes a position.
       expect(decoder.cacheBytesPerToken).toBe(2 * 2 * 2 * 16 * 2);
       // The cache rounded to float16 keeps torch's greedy choices on this model.

@@ -60,6 +60,7 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
       useCacheBranch: false,
       logitsToKeep: undefined,
       cacheType: 'float32',
+      newKvOutputs: true,
     });
     expect(decoder.maxSequenceLength).toBe(128);
     expect(decoder.eosTokenId).toBe(0);
@@ -95,10 +96,11 @@ describe.skipIf(!run)('OrtStepDecoder', () => {
     expect(decoder.cachedTokens).toBe(3 + 15 + 42 + 40);
     for (const state of [...states, late]) decoder.release(state);
     expect(decoder.cachedTokens).toBe(0);
-    // The released caches are dropped: one position of one sequence is all it holds now.
+    // The released caches are dropped: what it holds now is one decode run's room for the
+    // one sequence (a few rows of 17 positions), not the 100 positions released.
     const probe = decoder.open();
     await decoder.step([{ state: probe, tokens: [1] }]);
-    expect(decoder.cacheBytesAllocated).toBe(decoder.cacheBytesPerToken);
+    expect(decoder.cacheBytesAllocated).toBeLessThan(decoder.cacheBytesPerToken * 60);
     decoder.release(probe);
   });
 

@@ -11,6 +11,8 @@ import {
   readDecoderSignature,
 } from './decoder-signature.js';
 import { KvBatchRunner } from './kv-batch-runner.js';
+import { openServed } from './new-kv-model-file.js';
+import { newKvOutputName } from './new-kv-outputs.js';
 import { DecodeRunCosts, decodeRunCost } from './run-costs.js';
 
 /** What a decoder's folder and file do not say, or what overrides it. */
@@ -93,8 +95,8 @@ export class OrtStepDecoder implements StepDecoder<DecoderSequence> {
     this.vocabSize = signature.vocabSize;
     this.cacheBytesPerToken = cacheBytesPerToken(signature);
     this.batches = new KvBatchRunner(
-      async (inputs) => {
-        const { output, timing } = await session.run(inputs);
+      async (inputs, fetch) => {
+        const { output, timing } = await session.run(inputs, fetch);
         this.sessionMs += timing.runMs;
         return output;
       },
@@ -185,12 +187,19 @@ export async function loadOrtStepDecoder(
   options: OrtStepDecoderOptions = {},
 ): Promise<OrtStepDecoder> {
   const modelPath = await decoderModelFile(dir, options);
-  const session = await SessionRunner.create(modelPath, {
-    ...DEFAULT_SESSION_CONFIG,
-    ...options.session,
-  });
+  const config = { ...DEFAULT_SESSION_CONFIG, ...options.session };
+  const { opened: session, served } = await openServed(
+    modelPath,
+    config.optimizedModelCache,
+    (path) => SessionRunner.create(path, config),
+  );
   const modelBytes = await modelFileBytes(modelPath);
-  return createOrtStepDecoder(session, { ...options, dir, modelBytes });
+  return createOrtStepDecoder(session, { ...options, dir, modelBytes }, () => {
+    void served.release();
+  }).catch(async (error: unknown) => {
+    await served.release();
+    throw error;
+  });
 }
 
 /** Where a decoder's session came from. */
@@ -212,7 +221,15 @@ export async function createOrtStepDecoder(
 ): Promise<OrtStepDecoder> {
   try {
     const config = await readHfConfig(source.dir);
-    const signature = readDecoderSignature(session.inputs, session.outputs, config);
+    const read = readDecoderSignature(session.inputs, session.outputs, config);
+    const added = new Set(session.addedOutputs.map((d) => d.name));
+    const signature = {
+      ...read,
+      newKvOutputs: Array.from({ length: read.layers }, (_, layer) => layer).every(
+        (layer) =>
+          added.has(newKvOutputName(layer, 'key')) && added.has(newKvOutputName(layer, 'value')),
+      ),
+    };
     const maxSequenceLength =
       source.maxSequenceLength ?? config.n_positions ?? config.max_position_embeddings;
     if (!maxSequenceLength)

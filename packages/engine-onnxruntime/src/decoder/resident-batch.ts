@@ -10,6 +10,8 @@ import type { KvCache } from './kv-cache.js';
  */
 export class ResidentBatch {
   private readonly rows = new Map<number, number>();
+  /** Each row's positions at the end of the past, after padding. */
+  readonly align = 'right';
 
   constructor(
     /** Sequence id of each row. */
@@ -26,6 +28,14 @@ export class ResidentBatch {
     ids.forEach((id, row) => this.rows.set(id, row));
   }
 
+  /** Nothing to do: the presents a step returns are the next step's pasts as they are. */
+  prepare(): void {}
+
+  /** The pasts a step feeds: the last step's presents. */
+  pasts(): CacheArray[] {
+    return this.tensors;
+  }
+
   /** Values held. */
   get allocatedValues(): number {
     return this.tensors.reduce((n, t) => n + t.length, 0);
@@ -38,11 +48,6 @@ export class ResidentBatch {
   lengthOf(id: number): number | undefined {
     const row = this.rows.get(id);
     return row === undefined ? undefined : this.lengths[row];
-  }
-
-  /** True when a decode step over `ids` (in this order) can run on these tensors as they are. */
-  matches(ids: readonly number[]): boolean {
-    return ids.length === this.ids.length && ids.every((id, row) => this.ids[row] === id);
   }
 
   /** Takes the step's presents as the new pasts: every row grew by one position. */

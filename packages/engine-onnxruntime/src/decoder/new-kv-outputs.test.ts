@@ -1,0 +1,159 @@
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, readdir, rm, stat, utimes } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import {
+  GraphBuilder,
+  MODEL_FILE,
+  attr,
+  gptDecoderModel,
+  tinyModel,
+  writeModelFolder,
+} from '@kiln/model-tools';
+import { checkEngine } from '@kiln/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadOrt } from '../ort-loader.js';
+import { probeOrt } from '../probe.js';
+import { loadOrtModel } from '../test-support/load.js';
+import { servedModelFile } from './new-kv-model-file.js';
+import { newKvOutputName, withNewKvOutputs } from './new-kv-outputs.js';
+
+const { run } = await checkEngine('OnnxRuntime', probeOrt);
+
+const LAYERS = 2;
+const HEADS = 4;
+const HEAD = 8;
+
+let root: string;
+let decoder: string;
+beforeAll(async () => {
+  root = await mkdtemp(join(tmpdir(), 'kiln-new-kv-'));
+  const model = await gptDecoderModel(join(root, 'gpt'), {
+    layers: LAYERS,
+    hidden: HEADS * HEAD,
+    heads: HEADS,
+    maxLen: 64,
+  });
+  decoder = join(model.dir, MODEL_FILE);
+});
+afterAll(() => rm(root, { recursive: true, force: true }));
+
+describe('withNewKvOutputs', () => {
+  it.skipIf(!run)('adds an output beside each present with the positions the run fed', async () => {
+    const ort = await loadOrt();
+    const model = Buffer.concat(withNewKvOutputs(await readFile(decoder))!);
+    const session = await ort.InferenceSession.create(model, { intraOpNumThreads: 1 });
+    try {
+      const names = Array.from({ length: LAYERS }, (_, l) =>
+        (['key', 'value'] as const).map((kind) => newKvOutputName(l, kind)),
+      ).flat();
+      expect(session.outputNames).toEqual(expect.arrayContaining(names));
+      const [batch, past, fresh] = [2, 5, 3];
+      const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
+        input_ids: new ort.Tensor('int64', BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n]), [
+          batch,
+          fresh,
+        ]),
+        position_ids: new ort.Tensor('int64', BigInt64Array.from([5n, 6n, 7n, 5n, 6n, 7n]), [
+          batch,
+          fresh,
+        ]),
+        attention_mask: new ort.Tensor(
+          'int64',
+          new BigInt64Array(batch * (past + fresh)).fill(1n),
+          [batch, past + fresh],
+        ),
+      };
+      for (let l = 0; l < LAYERS; l++)
+        for (const kind of ['key', 'value'])
+          feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor(
+            'float32',
+            Float32Array.from({ length: batch * HEADS * past * HEAD }, (_, i) => Math.sin(i)),
+            [batch, HEADS, past, HEAD],
+          );
+      const out = await session.run(feeds);
+      for (let l = 0; l < LAYERS; l++) {
+        for (const kind of ['key', 'value'] as const) {
+          const present = out[`present.${l}.${kind}`]!.data as Float32Array;
+          const added = out[newKvOutputName(l, kind)]!;
+          expect(added.dims).toEqual([batch, HEADS, fresh, HEAD]);
+          // Each row and head's last `fresh` positions of the present, bit for bit.
+          for (let rowHead = 0; rowHead < batch * HEADS; rowHead++) {
+            const tail = present.subarray(
+              (rowHead * (past + fresh) + past) * HEAD,
+              (rowHead + 1) * (past + fresh) * HEAD,
+            );
+            const mine = (added.data as Float32Array).subarray(
+              rowHead * fresh * HEAD,
+              (rowHead + 1) * fresh * HEAD,
+            );
+            expect([...mine]).toEqual([...tail]);
+          }
+        }
+      }
+    } finally {
+      await session.release();
+    }
+  });
+
+  it('leaves alone a model whose presents are not a Concat of the past and the new positions', async () => {
+    expect(
+      withNewKvOutputs(await readFile(join(await tinyModel(join(root, 'tiny')), MODEL_FILE))),
+    ).toBeUndefined();
+    const g = new GraphBuilder('fused');
+    g.input('past_key_values.0.key', 'float32', ['batch', 2, 'past', 4]);
+    g.input('x', 'float32', ['batch', 2, 1, 4]);
+    // The past and the new positions joined the other way round.
+    g.op(
+      'Concat',
+      ['x', 'past_key_values.0.key'],
+      { axis: attr.int(2) },
+      { output: 'present.0.key' },
+    );
+    g.output('present.0.key', 'float32', ['batch', 2, 'total', 4]);
+    const dir = await writeModelFolder(join(root, 'reversed'), g.toModel());
+    expect(withNewKvOutputs(await readFile(join(dir, MODEL_FILE)))).toBeUndefined();
+  });
+});
+
+describe('servedModelFile', () => {
+  it('serves a decoder as a copy with the new positions, and any other model as it is', async () => {
+    const served = await servedModelFile(decoder);
+    expect(served.newKvOutputs).toBe(true);
+    expect(served.path).not.toBe(decoder);
+    expect(existsSync(served.path)).toBe(true);
+    await served.release();
+    expect(existsSync(dirname(served.path))).toBe(false);
+    const tiny = join(root, 'tiny', MODEL_FILE);
+    expect(await servedModelFile(tiny)).toMatchObject({ path: tiny, newKvOutputs: false });
+  });
+
+  it('keeps the copy in a cache folder for the next load, replacing it when the model changes', async () => {
+    const cache = join(root, 'cache');
+    const first = await servedModelFile(decoder, cache);
+    expect(first.newKvOutputs).toBe(true);
+    expect(first.path.startsWith(join(cache, 'decoders'))).toBe(true);
+    await first.release();
+    const written = (await stat(first.path)).mtimeMs;
+    const again = await servedModelFile(decoder, cache);
+    expect(again.path).toBe(first.path);
+    expect((await stat(again.path)).mtimeMs).toBe(written);
+    // A new version of the model file: a new copy, and the old one is gone.
+    await utimes(decoder, new Date(), new Date(Date.now() + 5_000));
+    const changed = await servedModelFile(decoder, cache);
+    expect(changed.path).not.toBe(first.path);
+    expect(existsSync(dirname(first.path))).toBe(false);
+    expect(await readdir(join(cache, 'decoders'))).toHaveLength(1);
+  });
+
+  it.skipIf(!run)('keeps the added outputs out of the model’s description', async () => {
+    const model = await loadOrtModel(dirname(decoder));
+    try {
+      const outputs = model.outputs.map((o) => o.name);
+      expect(outputs).toContain('present.0.key');
+      expect(outputs.some((name) => name.startsWith('kiln_new_kv.'))).toBe(false);
+    } finally {
+      await model.dispose();
+    }
+  });
+});
