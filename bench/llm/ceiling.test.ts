@@ -33,5 +33,11 @@ describe.skipIf(!ort || missing !== null)('bench/llm/ceiling', () => {
     expect(tokensPerS('ragged')).toBeGreaterThanOrEqual(tokensPerS('padded') * 0.999);
     const kiln = /kiln in process ([\d.]+) \[.*÷ the padded ceiling [\d.]+/.exec(stdout);
     expect(Number(kiln?.[1])).toBeGreaterThan(0);
+    // The same ceilings on runs that fetch only logits and new positions, as Kiln runs them.
+    expect(stdout).toMatch(/decode run fetching new positions, ms/);
+    expect(stdout).toMatch(
+      /rolling c2, padded [\d.]+ \[.*÷ the padded ceiling fetching presents [\d.]+/,
+    );
+    expect(stdout).toMatch(/kiln in process ÷ this padded ceiling [\d.]+/);
   });
 });

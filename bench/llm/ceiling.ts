@@ -5,7 +5,10 @@
 // transformers.js's pipeline does at best) against rolling batching at the bench's concurrency,
 // with each decode step padded to its longest past (what the export's dense attention computes),
 // split into the two runs that cost least, or ragged (each row charged its own past): the
-// ceiling of the bench's `kiln ÷ transformers.js tokens/s` row for each. See bench/README.md.
+// ceiling of the bench's `kiln ÷ transformers.js tokens/s` row for each. Every cost is timed
+// twice: fetching the presents (as any server runs the export) and, on the export with its new
+// positions as outputs (withNewKvOutputs, what Kiln serves), fetching logits and those alone.
+// See bench/README.md.
 //
 //   node -C @kiln/source --import tsx bench/llm/ceiling.ts [--rounds 3] [--threads 2]
 //        [--transformers-js-tokens-per-s 82.6]   (a measured one-at-a-time rate to compare with)
@@ -14,7 +17,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { LLAMA_MODEL_FILE } from '@kiln/model-tools';
-import { loadOrt } from '@kiln/engine-onnxruntime';
+import { loadOrt, newKvOutputName, withNewKvOutputs } from '@kiln/engine-onnxruntime';
 import { createGenerationPool } from '@kiln/worker-pool';
 import type { Tensor as OrtTensor } from 'onnxruntime-node';
 import { formatSpread, loadAverage, machineLine, median, spreadOf } from '../harness/figures.js';
@@ -61,13 +64,33 @@ console.log(`model: ${model.description}; ${model.dir}`);
 
 const ort = await loadOrt();
 // As Kiln's sessions run: intra-op threads as given, no spinning, sequential, all optimizations.
-const session = await ort.InferenceSession.create(file, {
+const sessionOptions = {
   intraOpNumThreads: Number(values.threads),
   interOpNumThreads: 1,
   executionMode: 'sequential',
   graphOptimizationLevel: 'all',
   extra: { session: { intra_op: { allow_spinning: '0' } } },
-});
+} as const;
+const session = await ort.InferenceSession.create(file, sessionOptions);
+const tapped = withNewKvOutputs(await readFile(file));
+if (!tapped)
+  throw new Error(`${file}: its presents are not a Concat of the past and new positions`);
+const tappedSession = await ort.InferenceSession.create(Buffer.concat(tapped), sessionOptions);
+const newPositions = [
+  'logits',
+  ...session.inputNames
+    .filter((name) => name.startsWith('past_key_values.'))
+    .map((name) => {
+      const [, layer, kind] = name.split('.');
+      return newKvOutputName(Number(layer), kind as 'key' | 'value');
+    }),
+];
+/** How a run is fetched: its presents whole, or (the tapped export) its new positions alone. */
+const FETCHES = {
+  presents: (input: Record<string, OrtTensor>) => session.run(input),
+  'new positions': (input: Record<string, OrtTensor>) => tappedSession.run(input, newPositions),
+};
+type Fetch = keyof typeof FETCHES;
 
 /** Feeds for `batch` rows of `tokens` new tokens each after `past` positions (zeros: costs only). */
 function feeds(batch: number, tokens: number, past: number): Record<string, OrtTensor> {
@@ -102,12 +125,13 @@ function feeds(batch: number, tokens: number, past: number): Record<string, OrtT
   return out;
 }
 
-async function timeRuns(input: Record<string, OrtTensor>): Promise<number> {
-  for (let i = 0; i < 2; i++) await session.run(input);
+async function timeRuns(input: Record<string, OrtTensor>, fetch: Fetch): Promise<number> {
+  const run = FETCHES[fetch];
+  for (let i = 0; i < 2; i++) await run(input);
   const times: number[] = [];
   for (let i = 0; i < Number(values.runs); i++) {
     const start = performance.now();
-    await session.run(input);
+    await run(input);
     times.push(performance.now() - start);
   }
   return median(times);
@@ -149,15 +173,19 @@ kiln?.onStep((step) => {
 const jobs = workload.requests.map((job) => ({ ...job, ignoreEos: true }));
 await Promise.all(jobs.slice(0, 4).map((job) => kiln?.predict({ ...job, maxNewTokens: 4 })));
 
-type Point = { kind: 'decode'; rows: number; past: number } | { kind: 'prefill'; tokens: number };
-const points: Point[] = [
-  ...rows.flatMap((n) => pasts.map((past) => ({ kind: 'decode' as const, rows: n, past }))),
-  ...prompts.map((tokens) => ({ kind: 'prefill' as const, tokens })),
-];
+type Point = (
+  { kind: 'decode'; rows: number; past: number } | { kind: 'prefill'; tokens: number }
+) & { fetch: Fetch };
+const points: Point[] = (Object.keys(FETCHES) as Fetch[]).flatMap((fetch) => [
+  ...rows.flatMap((n) => pasts.map((past) => ({ kind: 'decode' as const, rows: n, past, fetch }))),
+  ...prompts.map((tokens) => ({ kind: 'prefill' as const, tokens, fetch })),
+]);
 const SHAPES = ['padded', 'split', 'ragged'] as const;
 const perRound: {
   single: number;
   ceilings: Record<(typeof SHAPES)[number], number>;
+  /** The same, on the costs of runs that fetch only logits and new positions. */
+  tapped: { single: number; ceilings: Record<(typeof SHAPES)[number], number> };
   kiln?: number;
   costs: Map<Point, number>;
 }[] = [];
@@ -167,23 +195,30 @@ for (let round = 0; round < Number(values.rounds); round++) {
   for (const point of orderOf(points, round)) {
     const input =
       point.kind === 'decode' ? feeds(point.rows, 1, point.past) : feeds(1, point.tokens, 0);
-    costsOf.set(point, await timeRuns(input));
+    costsOf.set(point, await timeRuns(input, point.fetch));
   }
-  const at = (find: (p: Point) => boolean) => costsOf.get(points.find(find)!)!;
-  const costs = interpolatedCosts({
-    rows,
-    pasts,
-    decodeMs: rows.map((n) =>
-      pasts.map((past) => at((p) => p.kind === 'decode' && p.rows === n && p.past === past)),
-    ),
-    prompts,
-    prefillMs: prompts.map((tokens) => at((p) => p.kind === 'prefill' && p.tokens === tokens)),
-  });
-  const single = oneAtATime(requests, costs).tokensPerS;
-  const ceilings = Object.fromEntries(
-    SHAPES.map((shape) => [shape, rolling(requests, costs, concurrency, shape).tokensPerS]),
-  ) as Record<(typeof SHAPES)[number], number>;
-  let line = `round ${round + 1}: one at a time ${single.toFixed(1)}, rolling c${concurrency} ${SHAPES.map((s) => `${s} ${ceilings[s].toFixed(1)}`).join(', ')} tokens/s at no cost between runs`;
+  const ceilingsOf = (fetch: Fetch) => {
+    const at = (find: (p: Point) => boolean) =>
+      costsOf.get(points.find((p) => p.fetch === fetch && find(p))!)!;
+    const costs = interpolatedCosts({
+      rows,
+      pasts,
+      decodeMs: rows.map((n) =>
+        pasts.map((past) => at((p) => p.kind === 'decode' && p.rows === n && p.past === past)),
+      ),
+      prompts,
+      prefillMs: prompts.map((tokens) => at((p) => p.kind === 'prefill' && p.tokens === tokens)),
+    });
+    return {
+      single: oneAtATime(requests, costs).tokensPerS,
+      ceilings: Object.fromEntries(
+        SHAPES.map((shape) => [shape, rolling(requests, costs, concurrency, shape).tokensPerS]),
+      ) as Record<(typeof SHAPES)[number], number>,
+    };
+  };
+  const { single, ceilings } = ceilingsOf('presents');
+  const tapped = ceilingsOf('new positions');
+  let line = `round ${round + 1}: one at a time ${single.toFixed(1)}, rolling c${concurrency} ${SHAPES.map((s) => `${s} ${ceilings[s].toFixed(1)}`).join(', ')} tokens/s at no cost between runs (new positions only: ${tapped.single.toFixed(1)}, padded ${tapped.ceilings.padded.toFixed(1)})`;
   let kilnTokensPerS: number | undefined;
   if (kiln) {
     Object.assign(stepTotals, { steps: 0, rows: 0, ms: 0 });
@@ -201,31 +236,34 @@ for (let round = 0; round < Number(values.rounds); round++) {
   perRound.push({
     single,
     ceilings,
+    tapped,
     costs: costsOf,
     ...(kilnTokensPerS ? { kiln: kilnTokensPerS } : {}),
   });
 }
 await session.release();
+await tappedSession.release();
 await kiln?.shutdown();
 
 const rounds = perRound.length;
-console.log(
-  `\ndecode run, ms (median over ${rounds} rounds of the median of ${values.runs} runs; per token in brackets):`,
-);
-console.log(`  rows \\ past ${pasts.map((p) => String(p).padStart(16)).join('')}`);
 const medianCost = (point: Point) => median(perRound.map((r) => r.costs.get(point)!));
-for (const n of rows) {
-  const cells = pasts.map((past) => {
-    const t = medianCost(
-      points.find((p) => p.kind === 'decode' && p.rows === n && p.past === past)!,
-    );
-    return `${t.toFixed(1)} (${(t / n).toFixed(2)})`.padStart(16);
-  });
-  console.log(`  ${String(n).padStart(11)} ${cells.join('')}`);
+for (const fetch of Object.keys(FETCHES) as Fetch[]) {
+  const find = (f: (p: Point) => boolean) => points.find((p) => p.fetch === fetch && f(p))!;
+  console.log(
+    `\ndecode run fetching ${fetch}, ms (median over ${rounds} rounds of the median of ${values.runs} runs; per token in brackets):`,
+  );
+  console.log(`  rows \\ past ${pasts.map((p) => String(p).padStart(16)).join('')}`);
+  for (const n of rows) {
+    const cells = pasts.map((past) => {
+      const t = medianCost(find((p) => p.kind === 'decode' && p.rows === n && p.past === past));
+      return `${t.toFixed(1)} (${(t / n).toFixed(2)})`.padStart(16);
+    });
+    console.log(`  ${String(n).padStart(11)} ${cells.join('')}`);
+  }
+  console.log(
+    `prefill of one prompt, ms: ${prompts.map((tokens) => `${tokens} tokens ${medianCost(find((p) => p.kind === 'prefill' && p.tokens === tokens)).toFixed(1)}`).join(', ')}`,
+  );
 }
-console.log(
-  `prefill of one prompt, ms: ${prompts.map((tokens) => `${tokens} tokens ${medianCost(points.find((p) => p.kind === 'prefill' && p.tokens === tokens)!).toFixed(1)}`).join(', ')}`,
-);
 const spread = (xs: number[], digits = 2) => formatSpread(spreadOf(xs), digits);
 console.log(`\nmedian [min–max] over ${rounds} rounds, tokens/s at no cost between runs:`);
 console.log(
@@ -255,6 +293,20 @@ if (kiln) {
     )} tokens/s: ÷ one at a time ${ofKiln((r) => r.kiln! / r.single)}×, ÷ the padded ceiling ${ofKiln((r) => r.kiln! / r.ceilings.padded)}, ÷ the split ceiling ${ofKiln((r) => r.kiln! / r.ceilings.split)} (same rounds)`,
   );
 }
+console.log('fetching logits and new positions alone (the export as Kiln serves it):');
+console.log(
+  `  one at a time ${spread(
+    perRound.map((r) => r.tapped.single),
+    1,
+  )}; rolling c${concurrency}, padded ${spread(
+    perRound.map((r) => r.tapped.ceilings.padded),
+    1,
+  )}: ÷ one at a time ${spread(perRound.map((r) => r.tapped.ceilings.padded / r.tapped.single))}×, ÷ the padded ceiling fetching presents ${spread(perRound.map((r) => r.tapped.ceilings.padded / r.ceilings.padded))}×`,
+);
+if (kiln)
+  console.log(
+    `  kiln in process ÷ this padded ceiling ${spread(perRound.map((r) => r.kiln! / r.tapped.ceilings.padded))}, ÷ this split ceiling ${spread(perRound.map((r) => r.kiln! / r.tapped.ceilings.split))} (same rounds)`,
+  );
 console.log(`end: ${machineLine()}`);
 
 /** Calls `send(i)` for each arrival once it is due and fewer than `concurrency` are in flight. */
