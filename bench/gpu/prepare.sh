@@ -19,9 +19,11 @@ cd "$ROOT"
 mkdir -p "$KIT"
 
 # The packages the kit runs: tsx runs the TypeScript sources, vitest the conformance suite,
-# cmake-js and node-addon-api build the addon; the @kiln/* roots bring their npm dependencies.
+# cmake-js and node-addon-api build the addon; the @kiln/* roots bring their npm dependencies
+# (the Python engine and the model tools for the rolling-batch step on a Python decoder).
 node --import tsx "$HERE/closure.ts" "$ROOT" tsx vitest cmake-js node-addon-api \
-  @kiln/engine-libtorch @kiln/testing @kiln/worker-pool "$@" >"$KIT/node_modules.list"
+  @kiln/engine-libtorch @kiln/testing @kiln/worker-pool @kiln/engine-python @kiln/model-tools \
+  "$@" >"$KIT/node_modules.list"
 echo "prepare: packing $(wc -l <"$KIT/node_modules.list") node_modules entries"
 # Types, source maps, docs and other platforms' binaries are not run there; leaving them out
 # keeps the kit small.

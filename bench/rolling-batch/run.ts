@@ -1,12 +1,15 @@
 // Rolling (iteration-level) batching against request-level batching and one request at a
 // time, on the same decoder, requests and arrival times. Rolling batching runs as the server
 // runs it: a generation pool whose step worker holds the decoder on its own thread, with only
-// token ids crossing per step; the others step the decoder on this thread. See bench/README.md.
+// token ids crossing per step; the others step the decoder on this thread. With --python, the
+// decoder is a Llama-style torch model in a Python step handler (python-decoder/model.py), on
+// --device (cpu, or gpu0 where torch sees a GPU). See bench/README.md.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { loadOrtStepDecoder } from '@kiln/engine-onnxruntime';
+import type { StepDecoder } from '@kiln/core';
+import type { OrtStepDecoder } from '@kiln/engine-onnxruntime';
 import { type GenerationPool, createGenerationPool } from '@kiln/worker-pool';
 import {
   type Goal,
@@ -19,6 +22,11 @@ import {
 } from '../harness/figures.js';
 import { orderOf } from '../harness/rounds.js';
 import { BENCH_MODEL_OPTIONS, type BenchModel, benchModelFrom } from './bench-model.js';
+import {
+  PYTHON_DECODER_OPTIONS,
+  pythonDecoderFolder,
+  pythonStepDecoder,
+} from './python-decoder.js';
 import { RequestLevelBatcher } from './request-level.js';
 import { StepCounter, type StepTotals } from './step-counter.js';
 import { type Generator, type RunFigures, makeWorkload, runWorkload } from './workload.js';
@@ -32,23 +40,30 @@ const { values } = parseArgs({
     ...BENCH_MODEL_OPTIONS,
     /** ONNX Runtime intra-op threads; see bench/README.md for why one is the default. */
     threads: { type: 'string', default: '1' },
+    ...PYTHON_DECODER_OPTIONS,
   },
 });
 const requests = Number(values.requests);
 const rounds = Number(values.rounds);
 
 const root = await mkdtemp(join(tmpdir(), 'kiln-bench-rolling-'));
-const model: BenchModel = await benchModelFrom(values, root);
-const decoder = await loadOrtStepDecoder(model.dir, {
-  session: { intraOpNumThreads: Number(values.threads) },
-});
+const model: BenchModel = values.python
+  ? await pythonDecoderFolder(root, values)
+  : await benchModelFrom(values, root);
+const decoder: StepDecoder<unknown> & { close(): Promise<void>; lastStepMs?: number } =
+  values.python
+    ? await pythonStepDecoder(model.dir, values.device)
+    : // Imported here: the GPU kit runs --python without ONNX Runtime installed.
+      await (
+        await import('@kiln/engine-onnxruntime')
+      ).loadOrtStepDecoder(model.dir, { session: { intraOpNumThreads: Number(values.threads) } });
 
 /** One step worker over the bench model, decoding up to `maxBatchSize` sequences at once. */
 async function rollingPool(maxBatchSize: number): Promise<GenerationPool> {
   const pool = await createGenerationPool({
     model: {
       url: model.dir,
-      engines: ['@kiln/engine-onnxruntime'],
+      engines: [values.python ? '@kiln/engine-python' : '@kiln/engine-onnxruntime'],
       overrides: {
         'option.rolling_batch': 'auto',
         'option.max_rolling_batch_size': String(maxBatchSize),
@@ -96,10 +111,12 @@ const contenders: Record<string, () => Generator> = {
 const names = Object.keys(contenders);
 
 console.log(machineLine());
-const { layers, heads, headSize } = decoder.signature;
-console.log(
-  `decoder: ${model.description}; ${layers} layers, ${heads} heads of ${headSize}, vocab ${decoder.vocabSize}; onnxruntime-node CPU, intra-op threads ${values.threads}`,
-);
+if ('signature' in decoder) {
+  const { layers, heads, headSize } = (decoder as OrtStepDecoder).signature;
+  console.log(
+    `decoder: ${model.description}; ${layers} layers, ${heads} heads of ${headSize}, vocab ${decoder.vocabSize}; onnxruntime-node CPU, intra-op threads ${values.threads}`,
+  );
+} else console.log(`decoder: ${model.description}`);
 console.log(
   `workload: ${requests} requests, Poisson arrivals (mean gap ${values['gap-ms']} ms), prompts 8–${values['prompt-max']} tokens (${model.prompt ? 'from the Psalms' : 'random'}), outputs 8–256 (${workload.requests.reduce((n, r) => n + r.maxNewTokens, 0)} tokens), greedy, no end-of-sequence`,
 );

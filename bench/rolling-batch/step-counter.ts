@@ -1,5 +1,4 @@
-import type { StepDecoder, StepEntry } from '@kiln/core';
-import type { DecoderSequence, OrtStepDecoder } from '@kiln/engine-onnxruntime';
+import type { SequenceSettings, StepDecoder, StepEntry, StepOutput } from '@kiln/core';
 
 /** Where a run's decode time went, summed over its steps (ms). */
 export interface StepTotals {
@@ -14,11 +13,20 @@ export interface StepTotals {
   tripMs: number;
 }
 
-/** An OrtStepDecoder that adds up each step's timings, so a bench can say where time went. */
-export class StepCounter implements StepDecoder<DecoderSequence> {
+/**
+ * A decoder that adds up each step's timings, so a bench can say where time went: an
+ * OrtStepDecoder says how long its steps and its ONNX Runtime runs took; a decoder that does
+ * not (a Python step handler's) counts its steps and rows.
+ */
+export class StepCounter<S> implements StepDecoder<S> {
   totals: StepTotals = emptyTotals();
 
-  constructor(private readonly decoder: OrtStepDecoder) {}
+  constructor(
+    private readonly decoder: StepDecoder<S> & {
+      readonly lastStepMs?: number;
+      readonly lastSessionMs?: number;
+    },
+  ) {}
 
   get vocabSize(): number {
     return this.decoder.vocabSize;
@@ -29,18 +37,21 @@ export class StepCounter implements StepDecoder<DecoderSequence> {
   get cacheBytesPerToken(): number {
     return this.decoder.cacheBytesPerToken;
   }
-  open(): DecoderSequence {
-    return this.decoder.open();
+  get eosTokenId(): number | undefined {
+    return this.decoder.eosTokenId;
   }
-  release(state: DecoderSequence): void {
+  open(sequence?: SequenceSettings): S {
+    return this.decoder.open(sequence);
+  }
+  release(state: S): void {
     this.decoder.release(state);
   }
 
-  async step(entries: readonly StepEntry<DecoderSequence>[]): Promise<readonly Float32Array[]> {
+  async step(entries: readonly StepEntry<S>[]): Promise<readonly StepOutput[]> {
     const logits = await this.decoder.step(entries);
     const t = this.totals;
-    t.stepMs += this.decoder.lastStepMs;
-    t.ortMs += this.decoder.lastSessionMs;
+    t.stepMs += this.decoder.lastStepMs ?? 0;
+    t.ortMs += this.decoder.lastSessionMs ?? 0;
     t.steps++;
     t.rows += entries.length;
     return logits;
