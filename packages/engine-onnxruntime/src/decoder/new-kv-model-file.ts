@@ -58,7 +58,10 @@ export async function servedModelFile(
   const decoders = cacheDir && source ? join(cacheDir, 'decoders') : undefined;
   const key = source && (await entryKey(source).catch(() => undefined));
   const entry = decoders && key ? join(decoders, key) : undefined;
-  if (entry && (await entryHolds(entry))) return kept(join(entry, basename(modelPath)));
+  if (entry && (await entryHolds(entry, basename(modelPath))))
+    return kept(join(entry, basename(modelPath)));
+  // An entry there that does not hold (a file gone, external data replaced) is made again.
+  const broken = entry !== undefined && existsSync(entry);
   const bytes = await readFile(modelPath).catch(() => undefined);
   const rewritten = bytes && attempt(() => withNewKvOutputs(bytes));
   const external = bytes && attempt(() => externalDataFiles(bytes));
@@ -70,9 +73,10 @@ export async function servedModelFile(
     );
     const written = await writeCopy(partial, modelPath, rewritten, external, source!);
     if (written) {
+      if (broken) await rm(entry, { recursive: true, force: true });
       // Another process may have stored the same entry first: then that one is served.
       await rename(partial, entry).catch(() => rm(partial, { recursive: true, force: true }));
-      if (await entryHolds(entry)) {
+      if (await entryHolds(entry, basename(modelPath))) {
         await evictStale(decoders, basename(entry), source!);
         return kept(join(entry, basename(modelPath)));
       }
@@ -150,9 +154,9 @@ async function writeCopy(
 }
 
 /** Whether a stored entry is whole and its external data files are still the model's. */
-async function entryHolds(entry: string): Promise<boolean> {
+async function entryHolds(entry: string, file: string): Promise<boolean> {
   const note = await readNote(entry);
-  if (!note) return false;
+  if (!note || !existsSync(join(entry, file))) return false;
   for (const [file, was] of Object.entries(note.external)) {
     const now = await identity(resolve(dirname(note.source), file)).catch(() => undefined);
     if (now !== was) return false;

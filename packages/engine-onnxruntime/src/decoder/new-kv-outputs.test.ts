@@ -138,6 +138,11 @@ describe('servedModelFile', () => {
     const again = await servedModelFile(decoder, cache);
     expect(again.path).toBe(first.path);
     expect((await stat(again.path)).mtimeMs).toBe(written);
+    // An entry that lost its copy is made again.
+    await rm(again.path);
+    const remade = await servedModelFile(decoder, cache);
+    expect(remade.path).toBe(first.path);
+    expect(existsSync(remade.path)).toBe(true);
     // A new version of the model file: a new copy, and the old one is gone.
     await utimes(decoder, new Date(), new Date(Date.now() + 5_000));
     const changed = await servedModelFile(decoder, cache);
