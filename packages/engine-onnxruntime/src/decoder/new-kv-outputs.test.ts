@@ -1,11 +1,23 @@
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, readdir, rm, stat, utimes } from 'node:fs/promises';
+import {
+  copyFile,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  rm,
+  stat,
+  utimes,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import {
   GraphBuilder,
   MODEL_FILE,
   attr,
+  decodeOnnxModel,
+  encodeOnnxModel,
   gptDecoderModel,
   tinyModel,
   writeModelFolder,
@@ -13,6 +25,7 @@ import {
 import { checkEngine } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrt } from '../ort-loader.js';
+import { loadOrtStepDecoder } from './ort-step-decoder.js';
 import { probeOrt } from '../probe.js';
 import { loadOrtModel } from '../test-support/load.js';
 import { servedModelFile } from './new-kv-model-file.js';
@@ -113,6 +126,142 @@ describe('withNewKvOutputs', () => {
     g.output('present.0.key', 'float32', ['batch', 2, 'total', 4]);
     const dir = await writeModelFolder(join(root, 'reversed'), g.toModel());
     expect(withNewKvOutputs(await readFile(join(dir, MODEL_FILE)))).toBeUndefined();
+  });
+});
+
+/**
+ * `dir`'s decoder as Optimum merges it: one `If` on `use_cache_branch` whose branch with a
+ * past is the decoder as it is, and whose branch without one never reads the past (each
+ * present is its new positions alone, the Concat with the past an Identity of them).
+ */
+async function mergedDecoder(from: string, dir: string): Promise<string> {
+  const model = decodeOnnxModel(await readFile(join(from, MODEL_FILE)));
+  const graph = model.graph!;
+  const withoutPast = (graph.node ?? []).map((node) =>
+    node.opType === 'Concat' && /^present\./.test(node.output?.[0] ?? '')
+      ? { ...node, opType: 'Identity', input: [node.input![1]!], attribute: [] }
+      : node,
+  );
+  const branch = (name: string, node: typeof withoutPast) => ({ name, node, output: graph.output });
+  model.graph = {
+    name: graph.name,
+    input: [
+      ...(graph.input ?? []),
+      {
+        name: 'use_cache_branch',
+        type: { tensorType: { elemType: 9, shape: { dim: [{ dimValue: 1 }] } } },
+      },
+    ],
+    initializer: graph.initializer,
+    output: graph.output,
+    node: [
+      {
+        opType: 'If',
+        name: 'optimum::if',
+        input: ['use_cache_branch'],
+        output: (graph.output ?? []).map((o) => o.name!),
+        attribute: [
+          { name: 'then_branch', type: 5, g: branch('with_past', graph.node ?? []) },
+          { name: 'else_branch', type: 5, g: branch('without_past', withoutPast) },
+        ],
+      },
+    ],
+  };
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, MODEL_FILE), encodeOnnxModel(model));
+  for (const file of ['config.json', 'vocab.json'])
+    await copyFile(join(from, file), join(dir, file));
+  return dir;
+}
+
+describe.skipIf(!run)('a merged decoder', () => {
+  it('taps both branches of its If: the Concat with a past, the present itself without one', async () => {
+    const merged = await mergedDecoder(dirname(decoder), join(root, 'merged'));
+    const pieces = withNewKvOutputs(await readFile(join(merged, MODEL_FILE)));
+    expect(pieces).toBeDefined();
+    const ort = await loadOrt();
+    const session = await ort.InferenceSession.create(Buffer.concat(pieces!), {
+      intraOpNumThreads: 1,
+    });
+    try {
+      for (const [past, branch] of [
+        [5, true],
+        [0, false],
+      ] as const) {
+        const [batch, fresh] = [2, 3];
+        const int64 = (values: number[], dims: number[]) =>
+          new ort.Tensor('int64', BigInt64Array.from(values.map(BigInt)), dims);
+        const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
+          input_ids: int64([1, 2, 3, 4, 5, 6], [batch, fresh]),
+          position_ids: int64(
+            [0, 1, 2, 0, 1, 2].map((p) => p + past),
+            [batch, fresh],
+          ),
+          attention_mask: int64(Array(batch * (past + fresh)).fill(1), [batch, past + fresh]),
+          use_cache_branch: new ort.Tensor('bool', Uint8Array.of(branch ? 1 : 0), [1]),
+        };
+        for (let l = 0; l < LAYERS; l++)
+          for (const kind of ['key', 'value'])
+            feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor(
+              'float32',
+              Float32Array.from({ length: batch * HEADS * past * HEAD }, (_, i) => Math.cos(i)),
+              [batch, HEADS, past, HEAD],
+            );
+        const out = await session.run(feeds);
+        for (let l = 0; l < LAYERS; l++) {
+          const present = out[`present.${l}.key`]!.data as Float32Array;
+          const added = out[newKvOutputName(l, 'key')]!.data as Float32Array;
+          for (let rowHead = 0; rowHead < batch * HEADS; rowHead++)
+            expect([
+              ...added.subarray(rowHead * fresh * HEAD, (rowHead + 1) * fresh * HEAD),
+            ]).toEqual([
+              ...present.subarray(
+                (rowHead * (past + fresh) + past) * HEAD,
+                (rowHead + 1) * (past + fresh) * HEAD,
+              ),
+            ]);
+        }
+      }
+    } finally {
+      await session.release();
+    }
+  });
+
+  it('decodes a mixed batch as the plain decoder does, on its new positions', async () => {
+    const merged = await mergedDecoder(dirname(decoder), join(root, 'merged-decode'));
+    const session = { session: { intraOpNumThreads: 1 } };
+    const [plain, tapped] = await Promise.all([
+      loadOrtStepDecoder(dirname(decoder), session),
+      loadOrtStepDecoder(merged, session),
+    ]);
+    try {
+      expect(tapped.signature).toMatchObject({ useCacheBranch: true, newKvOutputs: true });
+      const run = async (d: typeof plain) => {
+        const [a, b] = [d.open(), d.open()];
+        const rows = [
+          await d.step([
+            { state: a, tokens: [1, 2, 3, 4, 5] },
+            { state: b, tokens: [6, 7] },
+          ]),
+        ];
+        for (let i = 0; i < 3; i++)
+          rows.push(
+            await d.step([
+              { state: a, tokens: [8] },
+              { state: b, tokens: [9] },
+            ]),
+          );
+        return rows.flat();
+      };
+      const [expected, got] = [await run(plain), await run(tapped)];
+      got.forEach((row, i) =>
+        expect(
+          row.reduce((m, v, j) => Math.max(m, Math.abs(v - expected[i]![j]!)), 0),
+        ).toBeLessThan(1e-4),
+      );
+    } finally {
+      await Promise.all([plain.close(), tapped.close()]);
+    }
   });
 });
 
