@@ -64,7 +64,7 @@ function recordingSession() {
  * withNewKvOutputs): position p of a row holds run number × 100 + p, so that the test can
  * tell which run computed what. It keeps what each run was fed and fetched.
  */
-function newPositionsSession() {
+function newPositionsSession(extra = 0) {
   const runs: { pasts: Float32Array[]; masks: bigint[][]; fetch: readonly string[] | undefined }[] =
     [];
   const run = async (inputs: NDList, fetch?: readonly string[]): Promise<NDList> => {
@@ -76,14 +76,14 @@ function newPositionsSession() {
       const layer = index >> 1;
       const kind = index & 1 ? 'value' : 'key';
       pasts.push(inputs.get(`past_key_values.${layer}.${kind}`).data as Float32Array);
-      const positions = new Float32Array(batch * heads * fresh * headSize);
+      const positions = new Float32Array(batch * heads * (fresh + extra) * headSize);
       for (let p = 0; p < positions.length; p++)
-        positions[p] = (runs.length + 1) * 100 + (Math.floor(p / headSize) % fresh);
+        positions[p] = (runs.length + 1) * 100 + (Math.floor(p / headSize) % (fresh + extra));
       out.push(
         new Tensor(
           'float32',
           positions,
-          [batch, heads, fresh, headSize],
+          [batch, heads, fresh + extra, headSize],
           newKvOutputName(layer, kind),
         ),
       );
@@ -207,6 +207,16 @@ describe('KvBatchRunner', () => {
       const row0 = Array.from({ length: 7 }, (_, p) => keys![p * SIGNATURE.headSize]!);
       expect(row0).toEqual([100, 101, 200, 300, 400, 500, 600]);
       expect(keys!.length).toBe(3 * SIGNATURE.heads * capacity * SIGNATURE.headSize);
+    });
+
+    it('refuses new positions of another length than it fed, rather than caching them', async () => {
+      // A session whose added outputs hold a position more than fed (a present, say).
+      const session = newPositionsSession(1);
+      const runner = new KvBatchRunner(session.run, signature, 512);
+      await expect(runner.step([{ id: 1, tokens: [5, 6] }])).rejects.toMatchObject({
+        code: 'ENGINE_ERROR',
+        message: expect.stringMatching(/3 new positions a row where 2 were fed/),
+      });
     });
 
     it('moves only the rows that join or leave a run', async () => {

@@ -216,7 +216,7 @@ export class KvBatchRunner {
       );
       if (typeof this.runCosts !== 'number')
         this.runCosts.observe(group.length, batch.past, performance.now() - started);
-      batch.advance(this.fetch ? this.freshPositions(output) : this.presents(output));
+      batch.advance(this.fetch ? this.freshPositions(output, 1) : this.presents(output));
       this.logitsOf(output, group, 1).forEach((row, j) => (logits[rows[j]!] = row));
     }
   }
@@ -262,7 +262,7 @@ export class KvBatchRunner {
     );
     // The new positions alone [batch, heads, fresh, head], or the presents after the past.
     const [sources, total, start] = this.fetch
-      ? [this.freshPositions(output), fresh, 0]
+      ? [this.freshPositions(output, fresh), fresh, 0]
       : [this.presents(output), past + fresh, past];
     entries.forEach(({ tokens }, row) => states[row]!.reserve(tokens.length));
     sources.forEach((source, index) =>
@@ -352,12 +352,20 @@ export class KvBatchRunner {
     return this.run(new NDList(tensors), this.fetch);
   }
 
-  /** The run's new positions per layer, key then value (see withNewKvOutputs). */
-  private freshPositions(output: NDList): CacheArray[] {
-    return Array.from(
-      { length: this.signature.layers * 2 },
-      (_, index) => output.get(this.freshName(index)).data as CacheArray,
-    );
+  /**
+   * The run's new positions per layer, key then value (see withNewKvOutputs): `fresh` of them
+   * a row, or the model's outputs are not what the edit took them for.
+   */
+  private freshPositions(output: NDList, fresh: number): CacheArray[] {
+    return Array.from({ length: this.signature.layers * 2 }, (_, index) => {
+      const tensor = output.get(this.freshName(index));
+      if (tensor.shape[2] !== fresh)
+        throw new KilnError(
+          KilnErrorCode.EngineError,
+          `the decoder handed back ${tensor.shape[2]} new positions a row where ${fresh} were fed`,
+        );
+      return tensor.data as CacheArray;
+    });
   }
 
   private freshName(index: number): string {
