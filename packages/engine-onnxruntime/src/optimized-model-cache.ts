@@ -121,8 +121,8 @@ async function evictStale(cacheDir: string, key: OptimizedModelKey): Promise<voi
   );
 }
 
-/** A partial file this old belongs to no running save. */
-const ABANDONED_AFTER_MS = 3_600_000;
+/** A partial file this old belongs to no running save (decoder copies keep the same rule). */
+export const ABANDONED_AFTER_MS = 3_600_000;
 
 async function sourceOf(sidecar: string): Promise<string | undefined> {
   try {

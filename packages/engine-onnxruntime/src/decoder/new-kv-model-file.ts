@@ -15,6 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { graphInputNames } from '../graph-input-names.js';
+import { ABANDONED_AFTER_MS } from '../optimized-model-cache.js';
 import { externalDataFiles, withNewKvOutputs } from './new-kv-outputs.js';
 
 /** The model file sessions open, and how to give it back once they are closed. */
@@ -185,9 +186,6 @@ async function evictStale(decoders: string, keep: string, source: string): Promi
       }),
   );
 }
-
-/** A partial copy this old belongs to no running load. */
-const ABANDONED_AFTER_MS = 3_600_000;
 
 async function readNote(entry: string): Promise<EntryNote | undefined> {
   try {
