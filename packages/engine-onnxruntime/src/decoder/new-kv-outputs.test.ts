@@ -51,6 +51,57 @@ beforeAll(async () => {
 });
 afterAll(() => rm(root, { recursive: true, force: true }));
 
+const BATCH = 2;
+const FRESH = 3;
+type Ort = Awaited<ReturnType<typeof loadOrt>>;
+type OrtSession = Awaited<ReturnType<Ort['InferenceSession']['create']>>;
+type OrtValues = Awaited<ReturnType<OrtSession['run']>>;
+
+/** Runs two rows of three new tokens after `past` positions of made-up keys and values. */
+async function runAfter(
+  session: OrtSession,
+  past: number,
+  extra: Record<string, InstanceType<Ort['Tensor']>> = {},
+): Promise<OrtValues> {
+  const ort = await loadOrt();
+  const int64 = (values: number[], dims: number[]) =>
+    new ort.Tensor('int64', BigInt64Array.from(values.map(BigInt)), dims);
+  const feeds: Record<string, InstanceType<Ort['Tensor']>> = {
+    input_ids: int64([1, 2, 3, 4, 5, 6], [BATCH, FRESH]),
+    position_ids: int64(
+      [0, 1, 2, 0, 1, 2].map((p) => p + past),
+      [BATCH, FRESH],
+    ),
+    attention_mask: int64(Array(BATCH * (past + FRESH)).fill(1), [BATCH, past + FRESH]),
+    ...extra,
+  };
+  for (let l = 0; l < LAYERS; l++)
+    for (const kind of ['key', 'value'])
+      feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor(
+        'float32',
+        Float32Array.from({ length: BATCH * HEADS * past * HEAD }, (_, i) => Math.sin(i)),
+        [BATCH, HEADS, past, HEAD],
+      );
+  return session.run(feeds);
+}
+
+/** Each row and head's added new positions are its present's last ones, bit for bit. */
+function expectNewPositionsOfPresents(out: OrtValues, past: number): void {
+  for (let l = 0; l < LAYERS; l++) {
+    for (const kind of ['key', 'value'] as const) {
+      const present = out[`present.${l}.${kind}`]!.data as Float32Array;
+      const added = out[newKvOutputName(l, kind)]!.data as Float32Array;
+      for (let rowHead = 0; rowHead < BATCH * HEADS; rowHead++)
+        expect([...added.subarray(rowHead * FRESH * HEAD, (rowHead + 1) * FRESH * HEAD)]).toEqual([
+          ...present.subarray(
+            (rowHead * (past + FRESH) + past) * HEAD,
+            (rowHead + 1) * (past + FRESH) * HEAD,
+          ),
+        ]);
+    }
+  }
+}
+
 describe('withNewKvOutputs', () => {
   it.skipIf(!run)('adds an output beside each present with the positions the run fed', async () => {
     const ort = await loadOrt();
@@ -61,49 +112,9 @@ describe('withNewKvOutputs', () => {
         (['key', 'value'] as const).map((kind) => newKvOutputName(l, kind)),
       ).flat();
       expect(session.outputNames).toEqual(expect.arrayContaining(names));
-      const [batch, past, fresh] = [2, 5, 3];
-      const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
-        input_ids: new ort.Tensor('int64', BigInt64Array.from([1n, 2n, 3n, 4n, 5n, 6n]), [
-          batch,
-          fresh,
-        ]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from([5n, 6n, 7n, 5n, 6n, 7n]), [
-          batch,
-          fresh,
-        ]),
-        attention_mask: new ort.Tensor(
-          'int64',
-          new BigInt64Array(batch * (past + fresh)).fill(1n),
-          [batch, past + fresh],
-        ),
-      };
-      for (let l = 0; l < LAYERS; l++)
-        for (const kind of ['key', 'value'])
-          feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor(
-            'float32',
-            Float32Array.from({ length: batch * HEADS * past * HEAD }, (_, i) => Math.sin(i)),
-            [batch, HEADS, past, HEAD],
-          );
-      const out = await session.run(feeds);
-      for (let l = 0; l < LAYERS; l++) {
-        for (const kind of ['key', 'value'] as const) {
-          const present = out[`present.${l}.${kind}`]!.data as Float32Array;
-          const added = out[newKvOutputName(l, kind)]!;
-          expect(added.dims).toEqual([batch, HEADS, fresh, HEAD]);
-          // Each row and head's last `fresh` positions of the present, bit for bit.
-          for (let rowHead = 0; rowHead < batch * HEADS; rowHead++) {
-            const tail = present.subarray(
-              (rowHead * (past + fresh) + past) * HEAD,
-              (rowHead + 1) * (past + fresh) * HEAD,
-            );
-            const mine = (added.data as Float32Array).subarray(
-              rowHead * fresh * HEAD,
-              (rowHead + 1) * fresh * HEAD,
-            );
-            expect([...mine]).toEqual([...tail]);
-          }
-        }
-      }
+      const out = await runAfter(session, 5);
+      expect(out[newKvOutputName(0, 'key')]!.dims).toEqual([BATCH, HEADS, FRESH, HEAD]);
+      expectNewPositionsOfPresents(out, 5);
     } finally {
       await session.release();
     }
@@ -188,39 +199,11 @@ describe.skipIf(!run)('a merged decoder', () => {
         [5, true],
         [0, false],
       ] as const) {
-        const [batch, fresh] = [2, 3];
-        const int64 = (values: number[], dims: number[]) =>
-          new ort.Tensor('int64', BigInt64Array.from(values.map(BigInt)), dims);
-        const feeds: Record<string, InstanceType<typeof ort.Tensor>> = {
-          input_ids: int64([1, 2, 3, 4, 5, 6], [batch, fresh]),
-          position_ids: int64(
-            [0, 1, 2, 0, 1, 2].map((p) => p + past),
-            [batch, fresh],
-          ),
-          attention_mask: int64(Array(batch * (past + fresh)).fill(1), [batch, past + fresh]),
-          use_cache_branch: new ort.Tensor('bool', Uint8Array.of(branch ? 1 : 0), [1]),
-        };
-        for (let l = 0; l < LAYERS; l++)
-          for (const kind of ['key', 'value'])
-            feeds[`past_key_values.${l}.${kind}`] = new ort.Tensor(
-              'float32',
-              Float32Array.from({ length: batch * HEADS * past * HEAD }, (_, i) => Math.cos(i)),
-              [batch, HEADS, past, HEAD],
-            );
-        const out = await session.run(feeds);
-        for (let l = 0; l < LAYERS; l++) {
-          const present = out[`present.${l}.key`]!.data as Float32Array;
-          const added = out[newKvOutputName(l, 'key')]!.data as Float32Array;
-          for (let rowHead = 0; rowHead < batch * HEADS; rowHead++)
-            expect([
-              ...added.subarray(rowHead * fresh * HEAD, (rowHead + 1) * fresh * HEAD),
-            ]).toEqual([
-              ...present.subarray(
-                (rowHead * (past + fresh) + past) * HEAD,
-                (rowHead + 1) * (past + fresh) * HEAD,
-              ),
-            ]);
-        }
+        const useCacheBranch = new ort.Tensor('bool', Uint8Array.of(branch ? 1 : 0), [1]);
+        expectNewPositionsOfPresents(
+          await runAfter(session, past, { use_cache_branch: useCacheBranch }),
+          past,
+        );
       }
     } finally {
       await session.release();
