@@ -1,10 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { runBench } from '../harness/run-bench.js';
+import { pythonWithTorch } from './python-decoder.js';
 
-const python = [process.env.KILN_BENCH_PYTHON, 'python3', '/usr/bin/python3'].find(
-  (candidate) => candidate && spawnSync(candidate, ['-c', 'import torch']).status === 0,
-);
+const python = pythonWithTorch();
 if (!python)
   console.warn('skipping the Python decoder run of bench/rolling-batch: no Python imports torch');
 

@@ -16,7 +16,7 @@ export const PYTHON_DECODER_OPTIONS = {
   'kv-heads': { type: 'string', default: '1' },
   vocab: { type: 'string', default: '4096' },
   /** The Python the handler runs in: by default the first of $KILN_BENCH_PYTHON, python3, /usr/bin/python3 that imports torch. */
-  'python-executable': { type: 'string', default: pythonWithTorch() },
+  'python-executable': { type: 'string', default: pythonWithTorch() ?? 'python3' },
 } as const;
 
 interface PythonDecoderValues {
@@ -87,10 +87,10 @@ export async function pythonStepDecoder(dir: string, device: string): Promise<Py
   });
 }
 
-function pythonWithTorch(): string {
+/** The first of $KILN_BENCH_PYTHON, python3, /usr/bin/python3 that imports torch. */
+export function pythonWithTorch(): string | undefined {
   const candidates = [process.env.KILN_BENCH_PYTHON, 'python3', '/usr/bin/python3'];
-  const found = candidates.find(
+  return candidates.find(
     (python) => python && spawnSync(python, ['-c', 'import torch']).status === 0,
   );
-  return found ?? 'python3';
 }

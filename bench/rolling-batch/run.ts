@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { StepDecoder } from '@kiln/core';
-import type { OrtStepDecoder } from '@kiln/engine-onnxruntime';
 import { type GenerationPool, createGenerationPool } from '@kiln/worker-pool';
 import {
   type Goal,
@@ -50,13 +49,25 @@ const root = await mkdtemp(join(tmpdir(), 'kiln-bench-rolling-'));
 const model: BenchModel = values.python
   ? await pythonDecoderFolder(root, values)
   : await benchModelFrom(values, root);
-const decoder: StepDecoder<unknown> & { close(): Promise<void>; lastStepMs?: number } =
-  values.python
-    ? await pythonStepDecoder(model.dir, values.device)
-    : // Imported here: the GPU kit runs --python without ONNX Runtime installed.
-      await (
-        await import('@kiln/engine-onnxruntime')
-      ).loadOrtStepDecoder(model.dir, { session: { intraOpNumThreads: Number(values.threads) } });
+const { decoder, details } = values.python
+  ? { decoder: await pythonStepDecoder(model.dir, values.device), details: '' }
+  : await ortDecoder();
+
+/** The ONNX decoder and what to say of it; imported here, as the GPU kit runs --python without ONNX Runtime. */
+async function ortDecoder(): Promise<{
+  decoder: StepDecoder<unknown> & { close(): Promise<void> };
+  details: string;
+}> {
+  const { loadOrtStepDecoder } = await import('@kiln/engine-onnxruntime');
+  const ort = await loadOrtStepDecoder(model.dir, {
+    session: { intraOpNumThreads: Number(values.threads) },
+  });
+  const { layers, heads, headSize } = ort.signature;
+  return {
+    decoder: ort,
+    details: `; ${layers} layers, ${heads} heads of ${headSize}, vocab ${ort.vocabSize}; onnxruntime-node CPU, intra-op threads ${values.threads}`,
+  };
+}
 
 /** One step worker over the bench model, decoding up to `maxBatchSize` sequences at once. */
 async function rollingPool(maxBatchSize: number): Promise<GenerationPool> {
@@ -111,12 +122,7 @@ const contenders: Record<string, () => Generator> = {
 const names = Object.keys(contenders);
 
 console.log(machineLine());
-if ('signature' in decoder) {
-  const { layers, heads, headSize } = (decoder as OrtStepDecoder).signature;
-  console.log(
-    `decoder: ${model.description}; ${layers} layers, ${heads} heads of ${headSize}, vocab ${decoder.vocabSize}; onnxruntime-node CPU, intra-op threads ${values.threads}`,
-  );
-} else console.log(`decoder: ${model.description}`);
+console.log(`decoder: ${model.description}${details}`);
 console.log(
   `workload: ${requests} requests, Poisson arrivals (mean gap ${values['gap-ms']} ms), prompts 8–${values['prompt-max']} tokens (${model.prompt ? 'from the Psalms' : 'random'}), outputs 8–256 (${workload.requests.reduce((n, r) => n + r.maxNewTokens, 0)} tokens), greedy, no end-of-sequence`,
 );
