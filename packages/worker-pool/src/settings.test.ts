@@ -34,6 +34,7 @@ describe('resolveWorkerPoolSettings', () => {
     [{ cores: 0 }, /cores/],
     [{ threads: 0 }, /threads/],
     [{ workerNice: -1 }, /workerNice/],
+    [{ workerNice: 20 }, /workerNice must be at most 19/],
     [{ predictTimeoutMs: -5 }, /predictTimeoutMs/],
     [{ perDevice: { tpu: { maxWorkers: 1 } } as never }, /unknown device type/],
     [{ perDevice: { gpu: { maxWorkers: -1 } } }, /gpu.maxWorkers/],
@@ -100,9 +101,11 @@ describe('workerPoolSettingsFromProperties', () => {
         'maxWorkers=4',
         'cpu.minWorkers=1',
         'gpu.maxWorkers=3',
+        'worker_nice=0',
       ].join('\n'),
     );
     expect(workerPoolSettingsFromProperties(properties)).toEqual({
+      workerNice: 0,
       batchSize: 8,
       maxBatchDelayMs: 50,
       jobQueueSize: 10,

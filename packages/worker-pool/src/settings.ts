@@ -187,7 +187,11 @@ export function resolveWorkerPoolSettings(input: WorkerPoolSettingsInput = {}): 
     pinNode: input.pinNode === undefined ? undefined : integer('pinNode', input.pinNode, 0),
     pinInstances:
       input.pinInstances === undefined ? undefined : integer('pinInstances', input.pinInstances, 1),
-    workerNice: integer('workerNice', input.workerNice ?? WORKER_POOL_DEFAULTS.workerNice, 0),
+    workerNice: atMost(
+      19,
+      integer('workerNice', input.workerNice ?? WORKER_POOL_DEFAULTS.workerNice, 0),
+      'workerNice',
+    ),
     startTimeoutMs: integer(
       'startTimeoutMs',
       input.startTimeoutMs ?? WORKER_POOL_DEFAULTS.startTimeoutMs,
@@ -225,7 +229,9 @@ export function workerLimitsFor(settings: WorkerPoolSettings, type: DeviceType):
 /**
  * Pool settings written in a model's serving.properties: `batch_size`, `max_batch_delay`,
  * `job_queue_size`, `max_idle_time`, `minWorkers`, `maxWorkers` and their `cpu.`/`gpu.`
- * variants, `cpu_pinning`, `cpu_pinning_logical_cores` and `cpu_pinning_node`. Keys left out stay unset so that other sources (server defaults) may fill them.
+ * variants, `placement`, `inline_forward_limit_us`, `worker_nice`, `cpu_pinning`,
+ * `cpu_pinning_logical_cores` and `cpu_pinning_node`. Keys left out stay unset so that other
+ * sources (server defaults) may fill them.
  */
 export function workerPoolSettingsFromProperties(
   properties: ServingProperties,
@@ -239,6 +245,8 @@ export function workerPoolSettingsFromProperties(
     settings.placement = parsePlacement(raw.placement.trim(), 'serving.properties placement');
   const limit = propertyInt(raw, 'inline_forward_limit_us');
   if (limit !== undefined) settings.inlineForwardLimitUs = limit;
+  const nice = propertyInt(raw, 'worker_nice');
+  if (nice !== undefined) settings.workerNice = nice;
   if (raw.max_idle_time !== undefined) settings.maxIdleTimeS = properties.maxIdleTimeS;
   if (raw.warmup_batch_sizes !== undefined && raw.warmup_batch_sizes.trim() !== '')
     settings.warmupBatchSizes = parseWarmupBatchSizes(raw.warmup_batch_sizes);
@@ -310,6 +318,14 @@ function integer(name: string, value: number, min: number): number {
       KilnErrorCode.InvalidConfig,
       `${name} must be an integer ≥ ${min} (got ${String(value)})`,
     );
+  }
+  return value;
+}
+
+/** `value` when it is at most `max`; else INVALID_CONFIG naming `name`. */
+function atMost(max: number, value: number, name: string): number {
+  if (value > max) {
+    throw new KilnError(KilnErrorCode.InvalidConfig, `${name} must be at most ${max} (got ${value})`);
   }
   return value;
 }

@@ -98,6 +98,12 @@ const CONFIG_TYPES: Readonly<Record<string, ConfigType>> = {
   auto_batch_size: COUNT(0, 'most requests an adaptively batched model runs at once'),
   placement: { type: 'string', doc: "where blocking engines' workers run: auto, thread, inline" },
   inline_forward_limit_us: COUNT(0, 'the longest batch placement=auto runs inline'),
+  worker_nice: {
+    type: 'integer',
+    min: 0,
+    max: 19,
+    doc: "how much nicer than the server models' thread workers run (Linux; 0: as the server)",
+  },
   max_batch_delay: COUNT(0, "default of models' max_batch_delay (ms)"),
   max_idle_time: COUNT(0, "default of models' max_idle_time (s)"),
   warmup_batch_sizes: LIST("default of models' warmup_batch_sizes (blank: 1 and batch_size; none)"),

@@ -21,7 +21,17 @@ describe('loadServerConfig', () => {
     expect(
       loadServerConfig({ env: {}, overrides: { auto_batch_size: '0' } }).modelDefaults,
     ).toMatchObject({ batchSize: undefined, autoBatchSize: 0 });
-    expect(config.modelDefaults).toMatchObject({ placement: 'thread', inlineForwardLimitUs: 400 });
+    expect(config.modelDefaults).toMatchObject({
+      placement: 'thread',
+      inlineForwardLimitUs: 400,
+      workerNice: 5,
+    });
+    expect(
+      loadServerConfig({ env: { KILN_WORKER_NICE: '0' } }).modelDefaults.workerNice,
+    ).toBe(0);
+    expect(() => loadServerConfig({ env: {}, overrides: { worker_nice: '20' } })).toThrow(
+      /worker_nice=20 must be at most 19/,
+    );
     expect(
       loadServerConfig({ env: {}, overrides: { placement: 'inline' } }).modelDefaults.placement,
     ).toBe('inline');

@@ -117,6 +117,8 @@ export interface ServerConfig {
     readonly placement: Placement;
     /** `inline_forward_limit_us`: the longest full batch `auto` runs on the main thread. */
     readonly inlineForwardLimitUs: number;
+    /** `worker_nice`: how many steps nicer than the server models' thread workers run. */
+    readonly workerNice: number;
     /**
      * `warmup_batch_sizes`: what models' workers run before they are ready (a model's own key
      * overrides it); undefined: 1 and the batch size each model runs; empty (`none`): nothing.
@@ -164,6 +166,7 @@ export const CONFIG_DEFAULTS: Readonly<Record<string, string>> = {
   auto_batch_size: '32',
   placement: 'thread',
   inline_forward_limit_us: String(WORKER_POOL_DEFAULTS.inlineForwardLimitUs),
+  worker_nice: String(WORKER_POOL_DEFAULTS.workerNice),
   max_batch_delay: String(SERVING_DEFAULTS.maxBatchDelayMs),
   max_idle_time: String(SERVING_DEFAULTS.maxIdleTimeS),
   warmup_batch_sizes: '',
@@ -294,6 +297,7 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       autoBatchSize: int('auto_batch_size'),
       placement: parsePlacement(raw.placement!.trim(), `placement=${raw.placement!.trim()}`),
       inlineForwardLimitUs: int('inline_forward_limit_us'),
+      workerNice: niceness(int('worker_nice')),
       warmupBatchSizes:
         raw.warmup_batch_sizes!.trim() === ''
           ? undefined
@@ -304,6 +308,14 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
       maxWorkers: optionalInt('max_workers'),
     },
   };
+}
+
+/** `worker_nice` as read: Linux's niceness goes up to 19. */
+function niceness(steps: number): number {
+  if (steps > 19) {
+    throw new KilnError(KilnErrorCode.InvalidConfig, `worker_nice=${steps} must be at most 19`);
+  }
+  return steps;
 }
 
 /** The launcher; pinning in several ingress processes would give each the same cores. */

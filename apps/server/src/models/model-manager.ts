@@ -534,6 +534,7 @@ export class ModelManager {
       maxIdleTimeS: d.maxIdleTimeS,
       placement: d.placement,
       inlineForwardLimitUs: d.inlineForwardLimitUs,
+      workerNice: d.workerNice,
       ...(d.warmupBatchSizes === undefined ? {} : { warmupBatchSizes: d.warmupBatchSizes }),
       ...(d.minWorkers === undefined ? {} : { minWorkers: d.minWorkers }),
       ...(d.maxWorkers === undefined ? {} : { maxWorkers: d.maxWorkers }),

@@ -57,6 +57,14 @@ export const SERVING_SETTINGS: readonly SettingDeclaration[] = [
     doc: 'the longest batch placement=auto runs on the main thread',
   },
   {
+    key: 'worker_nice',
+    type: 'integer',
+    min: 0,
+    max: 19,
+    default: "config.properties' worker_nice (5)",
+    doc: 'how much nicer than the server its thread workers run (Linux; 0: as the server)',
+  },
+  {
     key: 'batchifier',
     type: 'choice',
     values: BATCHIFIER_CHOICES,
