@@ -102,31 +102,29 @@ async function modelInfer(
   if (!server.accepting) throw new KilnError(KilnErrorCode.Closed, 'server is shutting down');
   const version = request.model_version || undefined;
   const entry = server.models.get(request.model_name, version);
-  const cancel = new AbortController();
-  const onCancelled = () => cancel.abort(new Error('client cancelled the call'));
+  const remainingMs = msUntil(call.getDeadline());
+  if (remainingMs <= 0) throw new KilnError(KilnErrorCode.Timeout, 'deadline exceeded');
+  const handle = server.models.submit(
+    entry.name,
+    version,
+    {
+      body: request.message,
+      v2: { headerLength: undefined, model: entry.name, version: entry.version, grpc: true },
+      rawTensors: true,
+      // grpc-js joined the message's frames into a new buffer (pooled when small, and then
+      // copied to the worker: see TransferList), which nothing else reads (see proto.ts).
+      owned: true,
+      maxDecodedBytes: server.config.maxRequestSize,
+    },
+    Number.isFinite(remainingMs)
+      ? { timeoutMs: Math.min(remainingMs, server.config.predictTimeoutMs) }
+      : {},
+  );
+  // Cancelled through the job: no AbortController and abort listener to make per call.
+  const onCancelled = () => handle.cancel('client cancelled the call');
   call.once('cancelled', onCancelled);
+  if (call.cancelled) onCancelled();
   try {
-    const remainingMs = msUntil(call.getDeadline());
-    if (remainingMs <= 0) throw new KilnError(KilnErrorCode.Timeout, 'deadline exceeded');
-    const handle = server.models.submit(
-      entry.name,
-      version,
-      {
-        body: request.message,
-        v2: { headerLength: undefined, model: entry.name, version: entry.version, grpc: true },
-        rawTensors: true,
-        // grpc-js joined the message's frames into a new buffer (pooled when small, and then
-        // copied to the worker: see TransferList), which nothing else reads (see proto.ts).
-        owned: true,
-        maxDecodedBytes: server.config.maxRequestSize,
-      },
-      {
-        signal: cancel.signal,
-        ...(Number.isFinite(remainingMs)
-          ? { timeoutMs: Math.min(remainingMs, server.config.predictTimeoutMs) }
-          : {}),
-      },
-    );
     const output = await handle.result;
     if (output.type !== 'bytes')
       throw new KilnError(KilnErrorCode.Internal, `model ${entry.name} gave no gRPC reply`);
