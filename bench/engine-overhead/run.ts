@@ -91,19 +91,22 @@ function startEchoThread(): { call(body: Uint8Array): Promise<void>; close(): Pr
 
 /**
  * The floor with the model: a worker thread with its own onnxruntime-node session that runs it
- * on every message (the input's floats) and posts the output's floats back — the pool's hop with
- * none of Kiln's code.
+ * on every message (the input's floats, cloned as a caller's body is copied) and posts the
+ * output's floats back — the pool's hop with none of Kiln's code. `dims`: the input's shape
+ * (default one row of all the floats).
  */
 async function startBareOrtThread(
   modelFile: string,
   inputName: string,
+  dims?: readonly number[],
 ): Promise<{ call(data: Float32Array): Promise<void>; close(): Promise<void> }> {
   const source = `
     const { parentPort, workerData } = require('node:worker_threads');
     const ort = require('onnxruntime-node');
     ort.InferenceSession.create(workerData.modelFile, workerData.options).then((session) => {
       parentPort.on('message', async (data) => {
-        const out = await session.run({ [workerData.inputName]: new ort.Tensor('float32', data, [1, data.length]) });
+        const dims = workerData.dims ?? [1, data.length];
+        const out = await session.run({ [workerData.inputName]: new ort.Tensor('float32', data, dims) });
         const result = out[session.outputNames[0]].data;
         parentPort.postMessage(result, [result.buffer]);
       });
@@ -111,7 +114,7 @@ async function startBareOrtThread(
     });`;
   const worker = new Worker(source, {
     eval: true,
-    workerData: { modelFile, inputName, options: sessionOptions },
+    workerData: { modelFile, inputName, options: sessionOptions, dims },
   });
   await new Promise((resolve) => worker.once('message', resolve));
   return {
@@ -181,6 +184,9 @@ try {
       name: 'pool',
       call: () => pool.predict({ body: npy, contentType: 'application/x-npy' }),
     };
+    // The pool's crossing with none of Kiln's code: what a thread hop costs a forward here.
+    const bareThread = await startBareOrtThread(join(resnet.dir, MODEL_FILE), 'input', shape);
+    const bareCall = { name: 'bare-thread', call: () => bareThread.call(data) };
     const calls = batch === 1 ? 10 : 3;
     const rate = (contender: Contender) => async () => {
       const start = performance.now();
@@ -193,6 +199,7 @@ try {
         { name: 'kiln', measure: rate(kiln) },
         { name: 'kiln-own', measure: rate(kilnOwn) },
         { name: 'pool', measure: rate(poolCall) },
+        { name: 'bare-thread', measure: rate(bareCall) },
       ],
       { rounds: batch === 1 ? rounds : Math.ceil(rounds / 2), warmupRounds: 1 },
     );
@@ -217,6 +224,12 @@ try {
           3,
         ),
     );
+    console.log(
+      `  a bare thread running the same session on a copy of each input (no Kiln code) ${formatSpread(spreadOf(imagesPerSecond['bare-thread']!))} img/s; ` +
+        `÷ raw ${formatSpread(ratioSpread(imagesPerSecond['bare-thread']!, imagesPerSecond.raw!), 3)}× (a thread hop's bound on pool ÷ raw here), ` +
+        `pool ÷ it ${formatSpread(ratioSpread(imagesPerSecond.pool!, imagesPerSecond['bare-thread']!), 3)}×`,
+    );
+    await bareThread.close();
     await pool.shutdown();
     await kiln.close();
     await kilnOwn.close();
