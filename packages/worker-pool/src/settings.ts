@@ -325,7 +325,10 @@ function integer(name: string, value: number, min: number): number {
 /** `value` when it is at most `max`; else INVALID_CONFIG naming `name`. */
 function atMost(max: number, value: number, name: string): number {
   if (value > max) {
-    throw new KilnError(KilnErrorCode.InvalidConfig, `${name} must be at most ${max} (got ${value})`);
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `${name} must be at most ${max} (got ${value})`,
+    );
   }
   return value;
 }

@@ -26,9 +26,7 @@ describe('loadServerConfig', () => {
       inlineForwardLimitUs: 400,
       workerNice: 5,
     });
-    expect(
-      loadServerConfig({ env: { KILN_WORKER_NICE: '0' } }).modelDefaults.workerNice,
-    ).toBe(0);
+    expect(loadServerConfig({ env: { KILN_WORKER_NICE: '0' } }).modelDefaults.workerNice).toBe(0);
     expect(() => loadServerConfig({ env: {}, overrides: { worker_nice: '20' } })).toThrow(
       /worker_nice=20 must be at most 19/,
     );
