@@ -116,6 +116,12 @@ describe('workerPoolSettingsFromProperties', () => {
     });
   });
 
+  it('refuses a worker_nice past 19, naming the key', () => {
+    expect(() =>
+      workerPoolSettingsFromProperties(parseServingProperties('worker_nice=25\n')),
+    ).toThrow(/serving.properties worker_nice must be at most 19 \(got 25\)/);
+  });
+
   it('leaves keys that are not written unset, for other sources to fill', () => {
     expect(
       workerPoolSettingsFromProperties(parseServingProperties('engine=OnnxRuntime\n')),

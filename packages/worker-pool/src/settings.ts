@@ -246,7 +246,7 @@ export function workerPoolSettingsFromProperties(
   const limit = propertyInt(raw, 'inline_forward_limit_us');
   if (limit !== undefined) settings.inlineForwardLimitUs = limit;
   const nice = propertyInt(raw, 'worker_nice');
-  if (nice !== undefined) settings.workerNice = nice;
+  if (nice !== undefined) settings.workerNice = atMost(19, nice, 'serving.properties worker_nice');
   if (raw.max_idle_time !== undefined) settings.maxIdleTimeS = properties.maxIdleTimeS;
   if (raw.warmup_batch_sizes !== undefined && raw.warmup_batch_sizes.trim() !== '')
     settings.warmupBatchSizes = parseWarmupBatchSizes(raw.warmup_batch_sizes);
