@@ -110,6 +110,9 @@ export type Placement = (typeof PLACEMENTS)[number];
 /** Workers per GPU when none is configured (DJL's default). */
 export const DEFAULT_GPU_MAX_WORKERS = 2;
 
+/** The most steps nicer a worker can run: Linux's niceness ends at 19. */
+export const MAX_WORKER_NICE = 19;
+
 export const WORKER_POOL_DEFAULTS = {
   batchSize: SERVING_DEFAULTS.batchSize,
   maxBatchDelayMs: SERVING_DEFAULTS.maxBatchDelayMs,
@@ -188,7 +191,7 @@ export function resolveWorkerPoolSettings(input: WorkerPoolSettingsInput = {}): 
     pinInstances:
       input.pinInstances === undefined ? undefined : integer('pinInstances', input.pinInstances, 1),
     workerNice: atMost(
-      19,
+      MAX_WORKER_NICE,
       integer('workerNice', input.workerNice ?? WORKER_POOL_DEFAULTS.workerNice, 0),
       'workerNice',
     ),
@@ -246,7 +249,8 @@ export function workerPoolSettingsFromProperties(
   const limit = propertyInt(raw, 'inline_forward_limit_us');
   if (limit !== undefined) settings.inlineForwardLimitUs = limit;
   const nice = propertyInt(raw, 'worker_nice');
-  if (nice !== undefined) settings.workerNice = atMost(19, nice, 'serving.properties worker_nice');
+  if (nice !== undefined)
+    settings.workerNice = atMost(MAX_WORKER_NICE, nice, 'serving.properties worker_nice');
   if (raw.max_idle_time !== undefined) settings.maxIdleTimeS = properties.maxIdleTimeS;
   if (raw.warmup_batch_sizes !== undefined && raw.warmup_batch_sizes.trim() !== '')
     settings.warmupBatchSizes = parseWarmupBatchSizes(raw.warmup_batch_sizes);

@@ -1,4 +1,5 @@
 import { type SettingDeclaration, type SettingsCheck, checkSettings } from '@kiln/core';
+import { MAX_WORKER_NICE } from '@kiln/worker-pool';
 
 const NO_TLS = 'Kiln serves plain http: put TLS in a proxy in front';
 const METRICS = 'Kiln serves Prometheus metrics on metrics_address';
@@ -101,7 +102,7 @@ const CONFIG_TYPES: Readonly<Record<string, ConfigType>> = {
   worker_nice: {
     type: 'integer',
     min: 0,
-    max: 19,
+    max: MAX_WORKER_NICE,
     doc: "how much nicer than the server models' thread workers run (Linux; 0: as the server)",
   },
   max_batch_delay: COUNT(0, "default of models' max_batch_delay (ms)"),

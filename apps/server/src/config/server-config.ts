@@ -10,6 +10,7 @@ import {
   kilnHome,
 } from '@kiln/core';
 import {
+  MAX_WORKER_NICE,
   type Placement,
   WORKER_POOL_DEFAULTS,
   parsePlacement,
@@ -310,10 +311,13 @@ function fromRaw(raw: Record<string, string>, baseDir: string): ServerConfig {
   };
 }
 
-/** `worker_nice` as read: Linux's niceness goes up to 19. */
+/** `worker_nice` as read, refused past what Linux's niceness allows. */
 function niceness(steps: number): number {
-  if (steps > 19) {
-    throw new KilnError(KilnErrorCode.InvalidConfig, `worker_nice=${steps} must be at most 19`);
+  if (steps > MAX_WORKER_NICE) {
+    throw new KilnError(
+      KilnErrorCode.InvalidConfig,
+      `worker_nice=${steps} must be at most ${MAX_WORKER_NICE}`,
+    );
   }
   return steps;
 }
