@@ -153,8 +153,9 @@ export interface ContextWrap {
 export interface ModuleWrap {
   readonly disposed: boolean;
   /**
-   * Runs forward off the JavaScript thread, on whichever pool thread is free; arguments are
-   * copied before it returns. Execution contexts (createContext) keep one thread instead.
+   * Runs forward off the JavaScript thread, on a thread of its own that ends with it (so no
+   * OpenMP team outlives the call); arguments are copied before it returns. Execution contexts
+   * (createContext) keep one thread and its team instead.
    */
   forward(args: readonly NativeValue[], settings?: ForwardSettings): Promise<ForwardResult>;
   createContext(): ContextWrap;

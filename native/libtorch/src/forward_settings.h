@@ -1,8 +1,8 @@
 // Per-forward settings and how they are put in force on the thread that runs the forward.
 //
 // LibTorch keeps the graph-executor optimizer switch and the OpenMP team size per thread, and
-// forwards run on whichever libuv pool thread is free, so both are applied before every
-// forward rather than once. The backend toggles are process-wide; applying them per forward
+// forwards run on an execution context's thread or a thread of their own, so both are applied
+// before every forward rather than once. The backend toggles are process-wide; applying them per forward
 // gives each model its own setting as long as models with different settings do not overlap.
 #pragma once
 

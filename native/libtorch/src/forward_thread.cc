@@ -1,5 +1,6 @@
 #include "forward_thread.h"
 
+#include <exception>
 #include <utility>
 
 namespace kiln::torch_addon {
@@ -38,6 +39,19 @@ void ForwardThread::Loop() {
     }
     task();
   }
+}
+
+void RunOnPassingThread(const std::function<void()>& fn) {
+  std::exception_ptr failure;
+  std::thread thread([&] {
+    try {
+      fn();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
+  thread.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 }  // namespace kiln::torch_addon

@@ -24,6 +24,10 @@ LoadWorker::LoadWorker(Napi::Env env, LoadRequest request)
     : PromiseWorker(env, "kiln.libtorch.load"), request_(std::move(request)) {}
 
 void LoadWorker::Run() {
+  RunOnPassingThread([this] { Load(); });
+}
+
+void LoadWorker::Load() {
   try {
     torch::jit::ExtraFilesMap extra;
     for (const std::string& name : request_.extra_files) extra[name] = "";
@@ -79,7 +83,7 @@ void ForwardWorker::Run() {
   if (thread_) {
     thread_->Call([this] { RunHere(); });
   } else {
-    RunHere();
+    RunOnPassingThread([this] { RunHere(); });
   }
 }
 

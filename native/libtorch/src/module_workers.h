@@ -36,6 +36,7 @@ class LoadWorker : public napi::PromiseWorker {
 
  private:
   void Run() override;
+  void Load();
   Napi::Value Result(Napi::Env env) override;
 
   LoadRequest request_;
@@ -44,8 +45,8 @@ class LoadWorker : public napi::PromiseWorker {
   std::vector<std::pair<std::string, std::string>> extra_files_;
 };
 
-// Runs one forward: on `thread` when given (an execution context's own thread), else on the
-// pool thread that picked the work up.
+// Runs one forward: on `thread` when given (an execution context's own thread), else on a
+// thread of its own for this forward (RunOnPassingThread).
 class ForwardWorker : public napi::PromiseWorker {
  public:
   ForwardWorker(Napi::Env env, const Napi::Object& owner, std::shared_ptr<LoadedModule> module,

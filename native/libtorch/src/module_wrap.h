@@ -29,7 +29,7 @@ class ModuleWrap : public Napi::ObjectWrap<ModuleWrap> {
   // into a new module (for tooling and tests); throws INVALID_INPUT for bad source.
   static Napi::Value Compile(const Napi::CallbackInfo& info);
   // Async. forward(args, settings) resolves `{ value, observed, ops?, graph?, startedUs,
-  // finishedUs }`, run on whichever pool thread picks it up.
+  // finishedUs }`, run on a thread of its own that ends with it (RunOnPassingThread).
   Napi::Value Forward(const Napi::CallbackInfo& info);
   // Sync. A new execution context (ContextWrap) sharing this module, with a thread of its own.
   Napi::Value CreateContext(const Napi::CallbackInfo& info);

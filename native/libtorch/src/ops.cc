@@ -13,6 +13,7 @@
 #include "kiln/napi/args.h"
 #include "kiln/napi/errors.h"
 #include "kiln/napi/promise_worker.h"
+#include "runtime.h"
 #include "tensor_wrap.h"
 
 namespace kiln::torch_addon {
@@ -33,6 +34,7 @@ class OpWorker : public napi::PromiseWorker {
 
  private:
   void Run() override {
+    RunOperatorsOnThisThreadAlone();
     c10::InferenceMode inference;
     outputs_ = fn_(input_);
     input_ = at::Tensor();

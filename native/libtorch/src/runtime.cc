@@ -3,6 +3,9 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <torch/cuda.h>
+#if defined(KILN_WITH_OPENMP)
+#include <omp.h>
+#endif
 
 #include "kiln/napi/errors.h"
 
@@ -30,6 +33,16 @@ void SetIntraOpThreads(int64_t threads) {
   napi::Check(threads > 0 && threads <= 4096, napi::code::kInvalidConfig,
               "num_threads must be between 1 and 4096, not " + std::to_string(threads));
   if (at::get_num_threads() != threads) at::set_num_threads(static_cast<int>(threads));
+}
+
+void RunOperatorsOnThisThreadAlone() {
+#if defined(KILN_WITH_OPENMP)
+  // OpenMP's thread count is per thread: LibTorch's parallel_for reads it (at::get_num_threads)
+  // and runs inline at 1. at::set_num_threads would also change the process-wide default.
+  // LibTorch sets a thread's count itself the first time it asks for it, so it asks first.
+  thread_local const bool alone = (at::get_num_threads(), omp_set_num_threads(1), true);
+  (void)alone;
+#endif
 }
 
 void SetInterOpThreads(int64_t threads) {

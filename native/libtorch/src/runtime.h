@@ -32,6 +32,12 @@ BackendState ReadBackendState();
 // have not run LibTorch yet). No-op when `threads` is already in force.
 void SetIntraOpThreads(int64_t threads);
 
+// Runs the calling thread's operators on it alone, without an OpenMP team of its own. For the
+// tensor operations and copies that run on libuv's threads, which live as long as the process:
+// a team started there would live as long and slow every forward (see RunOnPassingThread).
+// Requests already run such operations side by side, one per libuv thread.
+void RunOperatorsOnThisThreadAlone();
+
 // Inter-op pool size. LibTorch fixes it once: asking again for the size in force succeeds,
 // asking for another throws INVALID_CONFIG explaining why.
 void SetInterOpThreads(int64_t threads);

@@ -10,6 +10,7 @@
 #include "host_tensor.h"
 #include "kiln/napi/errors.h"
 #include "kiln/napi/promise_worker.h"
+#include "runtime.h"
 
 namespace kiln::torch_addon {
 namespace {
@@ -21,6 +22,7 @@ class ToHostWorker : public napi::PromiseWorker {
 
  private:
   void Run() override {
+    RunOperatorsOnThisThreadAlone();
     c10::InferenceMode guard;
     host_ = ToHostTensor(tensor_);
     tensor_ = at::Tensor();
