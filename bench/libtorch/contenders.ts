@@ -190,6 +190,33 @@ export async function turns(
   return medians;
 }
 
+/**
+ * Each contender in a fresh process of its own, alone on the machine: `pairs` times, in
+ * alternating order, one process is started, warmed up, timed over `forwards` forwards and
+ * closed before the next starts. Per contender, the median forward time of each process.
+ */
+export async function alone(
+  specs: Record<string, [Contender, LoopSpec, string[]?]>,
+  pairs: number,
+  forwards: number,
+): Promise<Record<string, number[]>> {
+  const names = Object.keys(specs);
+  const medians: Record<string, number[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (let p = 0; p < pairs; p++) {
+    for (const name of p % 2 ? [...names].reverse() : names) {
+      const [contender, spec, options] = specs[name]!;
+      const runner = await Runner.start(contender, spec, options);
+      try {
+        await runner.forwards(5);
+        medians[name]!.push(median(await runner.forwards(forwards)));
+      } finally {
+        await runner.close();
+      }
+    }
+  }
+  return medians;
+}
+
 /** Starts one runner per entry, hands them to `use`, and closes them all whatever happens. */
 export async function withRunners<T>(
   specs: Record<string, [Contender, LoopSpec, string[]?]>,

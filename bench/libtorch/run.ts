@@ -10,6 +10,13 @@
  *
  *   node -C @kiln/source --import tsx bench/libtorch/run.ts [--segments 12] [--threads 2] [--batches 1,8]
  *                                           [--omp-wait-policy passive] [--malloc retain|one-arena]
+ *                                           [--alone 8]
+ *
+ * `--alone N` then measures Kiln against frozen Python with each process alone on the machine:
+ * N pairs of fresh processes, one started, warmed up, timed and closed before the next starts,
+ * the order alternating. Processes waiting their turn leave threads spinning or yielding on the
+ * cores (OpenMP teams, OpenBLAS) and one LibTorch binary's speed differs from process to
+ * process; pairs of fresh processes take both out of the ratio.
  *
  * `--omp-wait-policy` sets OMP_WAIT_POLICY for every measured process. By default OpenMP
  * spins at barriers while a process has no more OpenMP threads than cores: fast on an idle
@@ -33,6 +40,7 @@ import {
   buildBaseline,
   childEnv,
   makeResnet,
+  alone,
   median,
   memory,
   turns,
@@ -46,6 +54,7 @@ const { values: args } = parseArgs({
     batches: { type: 'string', default: '1,8' },
     'omp-wait-policy': { type: 'string' },
     malloc: { type: 'string', default: 'default' },
+    alone: { type: 'string', default: '0' },
   },
 });
 if (args['omp-wait-policy']) childEnv.OMP_WAIT_POLICY = args['omp-wait-policy'];
@@ -57,10 +66,12 @@ if (args.malloc === 'one-arena') childEnv.MALLOC_ARENA_MAX = '1';
 const segments = Number(args.segments);
 const threads = Number(args.threads);
 const batches = args.batches.split(',').map(Number);
+const alonePairs = Number(args.alone);
 /** Forwards per segment: half a second or more of work on two cores. */
 const forwardsFor = (batch: number) => Math.max(3, Math.round(10 / batch));
 
 const fmt = (n: number, digits = 2) => n.toFixed(digits);
+const range = (values: number[]) => `[${fmt(Math.min(...values))}–${fmt(Math.max(...values))}]`;
 
 const ratio = (slow: number[], fast: number[]) => median(slow.map((v, i) => v / fast[i]!));
 /** The range of the same per-forward ratios: [min–max]. */
@@ -96,6 +107,19 @@ try {
         `  kiln vs c++ loop        ${fmt(ratio(m.cpp!, m.kiln!))}× throughput (target ≥ 0.97)\n` +
         `  kiln vs python          ${fmt(ratio(m.python!, m.kiln!))}× throughput (target ≥ ${batch === 1 ? '1.1' : '1.0'})\n` +
         `  kiln vs python frozen   ${fmt(ratio(m.frozen!, m.kiln!))}× throughput (target ≥ 1.0; ${spread(m.frozen!, m.kiln!)} over segments)`,
+    );
+  }
+
+  for (const batch of alonePairs > 0 ? batches : []) {
+    const spec = { modelDir: dir, threads, batch };
+    const m = await alone(
+      { kiln: ['kiln', spec], frozen: ['python-frozen', spec] },
+      alonePairs,
+      3 * forwardsFor(batch),
+    );
+    console.log(
+      `batch ${batch}, each process alone (${alonePairs} pairs of fresh processes): median ms/forward kiln ${fmt(median(m.kiln!))} ${range(m.kiln!)} | python frozen ${fmt(median(m.frozen!))} ${range(m.frozen!)}\n` +
+        `  kiln vs python frozen   ${fmt(ratio(m.frozen!, m.kiln!))}× throughput (target ≥ 1.0; ${spread(m.frozen!, m.kiln!)} over pairs)`,
     );
   }
 
