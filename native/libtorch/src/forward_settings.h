@@ -2,8 +2,9 @@
 //
 // LibTorch keeps the graph-executor optimizer switch and the OpenMP team size per thread, and
 // forwards run on an execution context's thread or a thread of their own, so both are applied
-// before every forward rather than once. The backend toggles are process-wide; applying them per forward
-// gives each model its own setting as long as models with different settings do not overlap.
+// before every forward rather than once. The backend toggles are process-wide; applying them
+// per forward gives each model its own setting as long as models with different settings do
+// not overlap.
 #pragma once
 
 #include <napi.h>

@@ -42,7 +42,7 @@ class ForwardThread {
 // OpenMP keeps a team for every thread that ever ran a parallel region, for as long as that
 // thread lives, and libgomp counts all their threads: once they outnumber the cores, every team
 // sleeps between parallel regions instead of spinning, and each forward then waits dozens of
-// times for its teammates to wake (ResNet-18 at batch 1 on two cores: 1.3-1.9x slower). Work
+// times for its teammates to wake (ResNet-18 at batch 1 on two cores: ~1.5x slower). Work
 // with parallel regions that is not an execution context's (loading: freezing and pre-packing
 // weights; a module's own forward) runs here, not on a libuv thread that lives on with a team.
 void RunOnPassingThread(const std::function<void()>& fn);
