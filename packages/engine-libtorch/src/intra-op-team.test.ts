@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineRegistry, NDList } from '@kiln/core';
-import { checkEngine } from '@kiln/testing';
+import { checkEngine, threadStatusField } from '@kiln/testing';
 import { probeLibTorch } from './probe.js';
 import { provider } from './provider.js';
 import { ptOps } from './pt-ops.js';
@@ -12,17 +12,10 @@ import { loadFolder, modelFolder, randomTensor } from './test-support/models.js'
 
 const availability = await checkEngine('PyTorch', probeLibTorch);
 
-/** How often this process's threads have gone to sleep, from /proc/self/task/<tid>/status. */
+/** How often this process's threads have gone to sleep. */
 function voluntarySwitches(): number {
   let total = 0;
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const status = readFileSync(`/proc/self/task/${tid}/status`, 'utf8');
-      total += Number(/^voluntary_ctxt_switches:\s*(\d+)/m.exec(status)?.[1] ?? 0);
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
+  for (const count of threadStatusField('voluntary_ctxt_switches').values()) total += Number(count);
   return total;
 }
 

@@ -1,9 +1,9 @@
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os, { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Engine, EngineRegistry } from '@kiln/core';
-import { checkEngine } from '@kiln/testing';
+import { checkEngine, threadStatusField } from '@kiln/testing';
 import type { HostTensor } from '@kiln/libtorch-native';
 import { probeLibTorch } from './probe.js';
 import { provider } from './provider.js';
@@ -12,19 +12,8 @@ import { convSpec, loadFolder, modelFolder, randomTensor } from './test-support/
 
 const availability = await checkEngine('PyTorch', probeLibTorch);
 
-/** The cores each of this process's threads may run on, from /proc/self/task/<tid>/status. */
-function threadMasks(): string[] {
-  const masks: string[] = [];
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const status = readFileSync(`/proc/self/task/${tid}/status`, 'utf8');
-      masks.push(/^Cpus_allowed_list:\s*(\S+)/m.exec(status)?.[1] ?? '');
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return masks;
-}
+/** The cores each of this process's threads may run on. */
+const threadMasks = () => [...threadStatusField('Cpus_allowed_list').values()];
 
 const image = () => randomTensor([1, 3, 32, 32], 5, 'x');
 

@@ -1,11 +1,10 @@
-import { readFileSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import { setTimeout as delay } from 'node:timers/promises';
 import { join } from 'node:path';
 import { CPU, NDList, Tensor, servingPropertiesFrom } from '@kiln/core';
 import { mlpModel } from '@kiln/model-tools';
-import { checkEngine } from '@kiln/testing';
+import { checkEngine, threadStatusField } from '@kiln/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OrtModel } from './ort-model.js';
 import { parseSessionConfig, threadAffinities, toSessionOptions } from './options.js';
@@ -39,18 +38,7 @@ describe('intra-op thread affinities (core pinning)', () => {
 });
 
 /** Thread id → the cores it may run on, for this process's threads. */
-function threadAffinity(): Map<string, string> {
-  const tasks = new Map<string, string>();
-  for (const tid of readdirSync('/proc/self/task')) {
-    try {
-      const status = readFileSync(`/proc/self/task/${tid}/status`, 'utf8');
-      tasks.set(tid, /^Cpus_allowed_list:\s*(\S+)/m.exec(status)?.[1] ?? '');
-    } catch {
-      // The thread ended meanwhile.
-    }
-  }
-  return tasks;
-}
+const threadAffinity = () => threadStatusField('Cpus_allowed_list');
 
 describe.skipIf(!run || process.platform !== 'linux' || os.availableParallelism() < 2)(
   'a pinned ONNX Runtime session',

@@ -7,3 +7,4 @@ export * from './fixtures/torchscript.js';
 export * from './fixtures/dlr.js';
 export * from './collect-garbage.js';
 export * from './resident-bytes.js';
+export * from './thread-status.js';
