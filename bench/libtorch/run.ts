@@ -46,6 +46,7 @@ import {
   turns,
   withRunners,
 } from './contenders.js';
+import { machineLine } from '../harness/figures.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -86,7 +87,7 @@ try {
   console.log(
     `libtorch: ResNet-18 (torchvision, random weights, torch.jit.script), ${threads} intra-op thread(s), ${segments} segments per batch, ` +
       `OMP_WAIT_POLICY=${childEnv.OMP_WAIT_POLICY ?? '(default)'}, malloc ${args.malloc}, ` +
-      `Node ${process.version}, ${availableParallelism()} cores`,
+      machineLine(),
   );
 
   let resnetB1Ms = Number.NaN;
@@ -156,6 +157,7 @@ try {
     `memory (peak RSS, batch 1, 3 rounds of concurrent forwards): 1 predictor ${fmt(one.peakMiB, 0)} MiB | 4 predictors ${fmt(four.peakMiB, 0)} MiB ` +
       `(${fmt(four.peakMiB / one.peakMiB)}×, target ≤ 1.1) | 4 separately loaded models ${fmt(separate.peakMiB, 0)} MiB (${fmt(separate.peakMiB / one.peakMiB)}×)`,
   );
+  console.log(`end: ${machineLine()}`);
 } finally {
   await rm(dir, { recursive: true, force: true });
 }
